@@ -1,0 +1,37 @@
+// Job configs: YAML files mapped field by field onto sampan.JobConfig
+// (proto/job.proto).
+//
+// Every key in the YAML must name a field of the message at that point;
+// unknown keys, wrong types and out-of-range values are errors whose message
+// names the file, the line and the field path, e.g.
+//   configs/x.yaml:7: model.hidden[1]: expected integer, got "x"
+// Fields the YAML leaves out keep the defaults of DefaultJobConfig().
+#ifndef SAMPAN_COMMON_CONFIG_H_
+#define SAMPAN_COMMON_CONFIG_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+// The defaults every job starts from (documented per field in job.proto).
+JobConfig DefaultJobConfig();
+
+// Parses YAML text; `source_name` prefixes error messages (usually the path).
+// Returns InvalidArgument on any syntax, type or semantic error.
+absl::StatusOr<JobConfig> ParseJobConfig(std::string_view yaml,
+                                         std::string_view source_name);
+
+// Reads and parses a YAML file. NotFound if it cannot be read.
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
+
+// Semantic checks across fields (sizes > 0, probabilities in range, files
+// given when no synthetic data is asked for). Messages name the field path.
+absl::Status ValidateJobConfig(const JobConfig& config);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_COMMON_CONFIG_H_

@@ -1,0 +1,91 @@
+// Reader for Criteo-format TSV: label, I1..I13 (integers, may be empty or
+// negative), C1..C26 (categorical tokens, usually 8 hex digits, may be empty).
+// The unlabeled test form has 39 fields and no label.
+//
+// Features become signs (common/hash.h):
+//   slot 1..13  (I1..I13): FeatureSign(slot, "b" + bucket), where
+//                bucket = v for v <= 2 (negatives included) and
+//                floor(ln(v)^2) for v > 2;
+//   slot 14..39 (C1..C26): FeatureSign(slot, token);
+//   empty fields produce no sign.
+//
+// A reader owns its file and is used by one thread at a time.
+#ifndef SAMPAN_TRAINER_DATA_CRITEO_READER_H_
+#define SAMPAN_TRAINER_DATA_CRITEO_READER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/data/batch.h"
+
+namespace sampan {
+
+inline constexpr int kCriteoIntFields = 13;
+inline constexpr int kCriteoCatFields = 26;
+
+// Parses one line (without its newline). On success appends the row's signs
+// to `signs` and sets `*label` (0 for unlabeled rows). On error leaves
+// `signs` unchanged and returns InvalidArgument naming the field
+// ("field I3: expected integer, got \"x\"").
+absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
+                             std::vector<uint64_t>* signs);
+
+struct CriteoReaderOptions {
+  // True for the 40-field training form, false for the 39-field test form.
+  bool labeled = true;
+  // Read only the byte range [part / num_parts, (part + 1) / num_parts) of
+  // the file, aligned to whole lines: a line belongs to the part in which it
+  // starts. Lets N trainers split one file without coordination.
+  int part = 0;
+  int num_parts = 1;
+  // Malformed lines are logged (file:line: reason) up to this many times,
+  // then only counted.
+  int max_logged_errors = 10;
+};
+
+class CriteoReader {
+ public:
+  // Opens `path` and seeks to the start of this reader's part, counting the
+  // lines before it so that error messages carry absolute line numbers.
+  static absl::StatusOr<std::unique_ptr<CriteoReader>> Open(
+      const std::string& path, const CriteoReaderOptions& options);
+  ~CriteoReader();
+
+  CriteoReader(const CriteoReader&) = delete;
+  CriteoReader& operator=(const CriteoReader&) = delete;
+
+  // Clears `batch` and fills it with up to `max_rows` good rows, skipping and
+  // counting malformed ones. Returns false when the part is exhausted and the
+  // batch is empty.
+  bool NextBatch(size_t max_rows, Batch* batch);
+
+  uint64_t good_rows() const { return good_rows_; }
+  uint64_t bad_rows() const { return bad_rows_; }
+  // Fraction of this reader's byte range consumed, in [0, 1].
+  double fraction_done() const;
+
+ private:
+  CriteoReader(std::string path, FILE* file, const CriteoReaderOptions& options,
+               uint64_t begin, uint64_t end);
+  // Reads the next line that starts inside the range; false at its end.
+  bool ReadLine(std::string* line);
+
+  std::string path_;
+  FILE* file_;
+  CriteoReaderOptions options_;
+  uint64_t begin_, end_, pos_;
+  uint64_t line_number_ = 0;  // 1-based number of the last line read
+  uint64_t good_rows_ = 0, bad_rows_ = 0;
+  std::string line_;
+  std::vector<uint64_t> scratch_;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_DATA_CRITEO_READER_H_
