@@ -55,6 +55,12 @@ inline uint32_t ShardOf(uint64_t sign, uint32_t num_shards) {
   return static_cast<uint32_t>(Mix64(sign) % num_shards);
 }
 
+// The shard map: pserver p of n owns every shard s with s % n == p. Scaling
+// out moves whole shards; clients and servers must agree on this function.
+inline uint32_t PserverOfShard(uint32_t shard, uint32_t num_pservers) {
+  return shard % num_pservers;
+}
+
 }  // namespace sampan
 
 #endif  // SAMPAN_COMMON_HASH_H_

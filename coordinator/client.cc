@@ -1,0 +1,100 @@
+#include "coordinator/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace sampan {
+namespace {
+
+void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+}  // namespace
+
+absl::Status GrpcToStatus(const grpc::Status& status, const std::string& rpc) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(rpc, ": ", status.error_message()));
+}
+
+CoordinatorClient::CoordinatorClient(const std::string& address,
+                                     absl::Duration rpc_deadline,
+                                     absl::Duration wait_timeout)
+    : address_(address),
+      rpc_deadline_(rpc_deadline),
+      wait_timeout_(wait_timeout),
+      stub_(coord::Coordinator::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+absl::Status CoordinatorClient::Register(coord::Role role, int index,
+                                         const std::string& address) {
+  grpc::ClientContext context;
+  // The coordinator may still be starting: wait for the channel to connect
+  // rather than failing the first attempt.
+  context.set_wait_for_ready(true);
+  SetDeadline(&context, wait_timeout_);
+  coord::RegisterRequest req;
+  req.set_role(role);
+  req.set_index(index);
+  req.set_address(address);
+  coord::RegisterResponse resp;
+  return GrpcToStatus(stub_->Register(&context, req, &resp),
+                      absl::StrCat("Register with coordinator ", address_));
+}
+
+absl::Status CoordinatorClient::Heartbeat(
+    const coord::HeartbeatRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context, rpc_deadline_);
+  coord::HeartbeatResponse resp;
+  return GrpcToStatus(stub_->Heartbeat(&context, request, &resp), "Heartbeat");
+}
+
+absl::StatusOr<coord::ClusterSpec> CoordinatorClient::WaitClusterSpec() {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(true);
+  SetDeadline(&context, wait_timeout_);
+  coord::GetClusterSpecRequest req;
+  req.set_wait_complete(true);
+  coord::ClusterSpec spec;
+  grpc::Status s = stub_->GetClusterSpec(&context, req, &spec);
+  if (!s.ok()) return GrpcToStatus(s, "GetClusterSpec");
+  return spec;
+}
+
+absl::Status CoordinatorClient::Barrier(const std::string& name, int count,
+                                        int index) {
+  grpc::ClientContext context;
+  SetDeadline(&context, wait_timeout_);
+  coord::BarrierRequest req;
+  req.set_name(name);
+  req.set_count(count);
+  req.set_index(index);
+  coord::BarrierResponse resp;
+  return GrpcToStatus(stub_->Barrier(&context, req, &resp),
+                      absl::StrCat("Barrier '", name, "'"));
+}
+
+absl::Status CoordinatorClient::KvPut(const std::string& key,
+                                      const std::string& value) {
+  grpc::ClientContext context;
+  SetDeadline(&context, rpc_deadline_);
+  coord::KvPutRequest req;
+  req.set_key(key);
+  req.set_value(value);
+  coord::KvPutResponse resp;
+  return GrpcToStatus(stub_->KvPut(&context, req, &resp), "KvPut");
+}
+
+absl::StatusOr<coord::JobStatusResponse> CoordinatorClient::JobStatus() {
+  grpc::ClientContext context;
+  SetDeadline(&context, rpc_deadline_);
+  coord::JobStatusResponse resp;
+  grpc::Status s = stub_->JobStatus(&context, coord::JobStatusRequest(), &resp);
+  if (!s.ok()) return GrpcToStatus(s, "JobStatus");
+  return resp;
+}
+
+}  // namespace sampan

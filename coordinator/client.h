@@ -1,0 +1,44 @@
+// A client for the coordinator that puts a deadline on every call.
+//
+// Thread-safe (gRPC stubs are). Waits (cluster spec, barriers, keys) are
+// bounded by `wait_timeout`, every other call by `rpc_deadline`.
+#ifndef SAMPAN_COORDINATOR_CLIENT_H_
+#define SAMPAN_COORDINATOR_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace sampan {
+
+class CoordinatorClient {
+ public:
+  CoordinatorClient(const std::string& address, absl::Duration rpc_deadline,
+                    absl::Duration wait_timeout);
+
+  absl::Status Register(coord::Role role, int index,
+                        const std::string& address);
+  absl::Status Heartbeat(const coord::HeartbeatRequest& request);
+  // Waits until every pserver has registered.
+  absl::StatusOr<coord::ClusterSpec> WaitClusterSpec();
+  absl::Status Barrier(const std::string& name, int count, int index);
+  absl::Status KvPut(const std::string& key, const std::string& value);
+  absl::StatusOr<coord::JobStatusResponse> JobStatus();
+
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string address_;
+  absl::Duration rpc_deadline_, wait_timeout_;
+  std::unique_ptr<coord::Coordinator::Stub> stub_;
+};
+
+// Converts a failed gRPC status into an absl::Status naming `rpc`.
+absl::Status GrpcToStatus(const grpc::Status& status, const std::string& rpc);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_COORDINATOR_CLIENT_H_

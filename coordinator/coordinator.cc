@@ -1,0 +1,202 @@
+#include "coordinator/coordinator.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/log.h"
+
+namespace sampan {
+namespace {
+
+using grpc::ServerContext;
+using grpc::Status;
+using grpc::StatusCode;
+
+// The latest time a wait inside `context` may last: its deadline, capped so
+// that a call without one cannot block a handler thread forever.
+absl::Time WaitLimit(const ServerContext* context) {
+  const absl::Time cap = absl::Now() + absl::Minutes(10);
+  const auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return cap;
+  return std::min(cap, absl::FromChrono(deadline));
+}
+
+class CoordinatorImpl final : public coord::Coordinator::Service {
+ public:
+  explicit CoordinatorImpl(const JobConfig& config)
+      : config_(config), start_(absl::Now()) {}
+
+  Status Register(ServerContext*, const coord::RegisterRequest* req,
+                  coord::RegisterResponse* resp) override {
+    const int limit = req->role() == coord::PSERVER
+                          ? config_.cluster().num_pservers()
+                          : config_.cluster().num_trainers();
+    if (req->role() == coord::ROLE_UNSPECIFIED || req->index() < 0 ||
+        req->index() >= limit) {
+      return Status(
+          StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("Register: index ", req->index(), " out of range [0, ",
+                       limit, ") for role ", coord::Role_Name(req->role())));
+    }
+    absl::MutexLock lock(&mu_);
+    Slot& slot = members_[{req->role(), req->index()}];
+    slot.member.set_role(req->role());
+    slot.member.set_index(req->index());
+    slot.member.set_address(req->address());
+    slot.member.set_incarnation(slot.member.incarnation() + 1);
+    slot.last_heartbeat = absl::Now();
+    resp->set_incarnation(slot.member.incarnation());
+    SAMPAN_LOG(INFO) << "registered " << coord::Role_Name(req->role()) << " "
+                     << req->index() << " at '" << req->address()
+                     << "' incarnation " << slot.member.incarnation();
+    return Status::OK;
+  }
+
+  Status Heartbeat(ServerContext*, const coord::HeartbeatRequest* req,
+                   coord::HeartbeatResponse*) override {
+    absl::MutexLock lock(&mu_);
+    auto it = members_.find({req->role(), req->index()});
+    if (it == members_.end()) {
+      return Status(StatusCode::NOT_FOUND,
+                    absl::StrCat("Heartbeat: ", coord::Role_Name(req->role()),
+                                 " ", req->index(), " is not registered"));
+    }
+    it->second.last_heartbeat = absl::Now();
+    if (req->has_progress()) it->second.progress = req->progress();
+    return Status::OK;
+  }
+
+  Status GetClusterSpec(ServerContext* context,
+                        const coord::GetClusterSpecRequest* req,
+                        coord::ClusterSpec* spec) override {
+    absl::MutexLock lock(&mu_);
+    if (req->wait_complete()) {
+      auto complete = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return CountRole(coord::PSERVER) == config_.cluster().num_pservers();
+      };
+      if (!mu_.AwaitWithDeadline(absl::Condition(&complete),
+                                 WaitLimit(context))) {
+        return Status(
+            StatusCode::DEADLINE_EXCEEDED,
+            absl::StrCat("GetClusterSpec: only ", CountRole(coord::PSERVER),
+                         " of ", config_.cluster().num_pservers(),
+                         " pservers registered"));
+      }
+    }
+    FillSpec(spec);
+    return Status::OK;
+  }
+
+  Status Barrier(ServerContext* context, const coord::BarrierRequest* req,
+                 coord::BarrierResponse*) override {
+    if (req->count() <= 0) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "Barrier: count must be positive");
+    }
+    absl::MutexLock lock(&mu_);
+    BarrierState& b = barriers_[req->name()];
+    b.arrived.insert(req->index());
+    if (static_cast<int>(b.arrived.size()) >= req->count()) b.released = true;
+    if (!mu_.AwaitWithDeadline(absl::Condition(&b.released),
+                               WaitLimit(context))) {
+      return Status(
+          StatusCode::DEADLINE_EXCEEDED,
+          absl::StrCat("Barrier '", req->name(), "': ", b.arrived.size(),
+                       " of ", req->count(), " arrived"));
+    }
+    return Status::OK;
+  }
+
+  Status KvPut(ServerContext*, const coord::KvPutRequest* req,
+               coord::KvPutResponse*) override {
+    absl::MutexLock lock(&mu_);
+    kv_[req->key()] = req->value();
+    return Status::OK;
+  }
+
+  Status KvGet(ServerContext* context, const coord::KvGetRequest* req,
+               coord::KvGetResponse* resp) override {
+    absl::MutexLock lock(&mu_);
+    auto present = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return kv_.count(req->key()) > 0;
+    };
+    if (req->wait() &&
+        !mu_.AwaitWithDeadline(absl::Condition(&present), WaitLimit(context))) {
+      return Status(StatusCode::DEADLINE_EXCEEDED,
+                    absl::StrCat("KvGet: key '", req->key(), "' not set"));
+    }
+    auto it = kv_.find(req->key());
+    resp->set_found(it != kv_.end());
+    if (it != kv_.end()) resp->set_value(it->second);
+    return Status::OK;
+  }
+
+  Status JobStatus(ServerContext*, const coord::JobStatusRequest*,
+                   coord::JobStatusResponse* resp) override {
+    absl::MutexLock lock(&mu_);
+    FillSpec(resp->mutable_spec());
+    for (int r = 0; r < config_.cluster().num_trainers(); ++r) {
+      auto it = members_.find({coord::TRAINER, r});
+      *resp->add_trainers() =
+          it == members_.end() ? coord::TrainerProgress() : it->second.progress;
+    }
+    resp->set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
+    return Status::OK;
+  }
+
+ private:
+  struct Slot {
+    coord::Member member;
+    absl::Time last_heartbeat;
+    coord::TrainerProgress progress;
+  };
+  struct BarrierState {
+    std::set<int> arrived;
+    bool released = false;
+  };
+  using Key = std::pair<int, int>;  // (role, index)
+
+  int CountRole(coord::Role role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    int n = 0;
+    for (const auto& [key, slot] : members_) n += key.first == role;
+    return n;
+  }
+
+  void FillSpec(coord::ClusterSpec* spec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    spec->set_num_pservers(config_.cluster().num_pservers());
+    spec->set_num_trainers(config_.cluster().num_trainers());
+    const absl::Time now = absl::Now();
+    for (const auto& [key, slot] : members_) {  // ordered by (role, index)
+      coord::Member* m = key.first == coord::PSERVER ? spec->add_pservers()
+                                                     : spec->add_trainers();
+      *m = slot.member;
+      const double age = absl::ToDoubleSeconds(now - slot.last_heartbeat);
+      m->set_heartbeat_age_seconds(age);
+      m->set_alive(age < config_.cluster().heartbeat_timeout_seconds());
+    }
+    spec->set_complete(spec->pservers_size() == spec->num_pservers());
+  }
+
+  const JobConfig config_;
+  const absl::Time start_;
+  absl::Mutex mu_;
+  std::map<Key, Slot> members_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> kv_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<coord::Coordinator::Service> NewCoordinatorService(
+    const JobConfig& config) {
+  return std::make_unique<CoordinatorImpl>(config);
+}
+
+}  // namespace sampan

@@ -1,0 +1,30 @@
+// coordinator: the job master.
+//
+// It holds the job's membership (which pserver serves at which address, which
+// trainers are alive), hands out the cluster spec once every pserver has
+// registered, releases named barriers, stores small rendezvous values, and
+// collects trainer progress from heartbeats so `sampan run` and operators can
+// see one view of the job.
+//
+// Every wait (cluster spec, barrier, key) is bounded by the caller's RPC
+// deadline: a missing member turns into DEADLINE_EXCEEDED, never a hang.
+// State lives in memory; a restarted coordinator starts empty and members
+// re-register (they do so on every heartbeat that finds them unknown).
+#ifndef SAMPAN_COORDINATOR_COORDINATOR_H_
+#define SAMPAN_COORDINATOR_COORDINATOR_H_
+
+#include <memory>
+
+#include "proto/coordinator.grpc.pb.h"
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+// Creates the service for `config`'s cluster sizes. Thread-safe: gRPC calls
+// its handlers from many threads; one mutex guards all state.
+std::unique_ptr<coord::Coordinator::Service> NewCoordinatorService(
+    const JobConfig& config);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_COORDINATOR_COORDINATOR_H_

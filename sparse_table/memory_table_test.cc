@@ -1,0 +1,124 @@
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sparse_table/sparse_table.h"
+
+namespace sampan {
+namespace {
+
+TableOptions SmallOptions(OptimizerRule rule, uint32_t dim) {
+  TableOptions o;
+  o.num_shards = 4;
+  o.embedding_dim = dim;
+  o.rule = rule;
+  o.learning_rate = 0.5f;
+  o.initial_accumulator = 1.0f;
+  o.init_range = 0.1f;
+  return o;
+}
+
+TEST(MemoryTableTest, EvalPullOfUnknownKeyIsZeroAndCreatesNothing) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
+  ASSERT_EQ(table->pull_dim(), 4u);
+  std::vector<float> out(8, 7.0f);
+  const uint64_t keys[] = {11, 12};
+  table->Pull(keys, /*is_training=*/false, out.data());
+  for (float v : out) EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(table->Stats().rows, 0u);
+}
+
+TEST(MemoryTableTest, TrainingPullCreatesDeterministicRows) {
+  auto a = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
+  auto b = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
+  const uint64_t keys[] = {5, 6};
+  std::vector<float> ra(8), rb(8);
+  a->Pull(keys, true, ra.data());
+  b->Pull(keys, true, rb.data());
+  EXPECT_EQ(ra, rb);
+  EXPECT_EQ(ra[0], 0.0f);  // w starts at zero
+  for (int j = 1; j < 4; ++j) EXPECT_LE(std::abs(ra[j]), 0.1f);
+  EXPECT_NE(ra[1], ra[5]);  // different keys, different embeddings
+  EXPECT_EQ(a->Stats().rows, 2u);
+}
+
+TEST(MemoryTableTest, SgdArithmetic) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kSgd, 2));
+  const uint64_t key[] = {42};
+  std::vector<float> before(3), after(3);
+  table->Pull(key, true, before.data());
+  const float grad[] = {1.0f, 0.2f, -0.4f}, show = 1, click = 0;
+  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  table->Pull(key, true, after.data());
+  EXPECT_FLOAT_EQ(after[0], before[0] - 0.5f * 1.0f);
+  EXPECT_FLOAT_EQ(after[1], before[1] - 0.5f * 0.2f);
+  EXPECT_FLOAT_EQ(after[2], before[2] + 0.5f * 0.4f);
+}
+
+TEST(MemoryTableTest, AdagradArithmetic) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 2));
+  const uint64_t key[] = {42};
+  std::vector<float> before(3), after(3);
+  table->Pull(key, true, before.data());
+  const float grad[] = {2.0f, 3.0f, 1.0f}, show = 1, click = 1;
+  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  table->Pull(key, true, after.data());
+  // w: g2 = 1 + 4 = 5.  v: g2 = 1 + (9 + 1) / 2 = 6 (one sum per embedding).
+  EXPECT_FLOAT_EQ(after[0], before[0] - 0.5f * 2.0f / std::sqrt(5.0f));
+  EXPECT_FLOAT_EQ(after[1], before[1] - 0.5f * 3.0f / std::sqrt(6.0f));
+  EXPECT_FLOAT_EQ(after[2], before[2] - 0.5f * 1.0f / std::sqrt(6.0f));
+  // A second push sees the accumulated sums: w g2 = 5 + 4 = 9.
+  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  std::vector<float> again(3);
+  table->Pull(key, true, again.data());
+  EXPECT_FLOAT_EQ(again[0], after[0] - 0.5f * 2.0f / 3.0f);
+}
+
+TEST(MemoryTableTest, LogisticRegressionTableHasNoEmbedding) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kSgd, 0));
+  EXPECT_EQ(table->pull_dim(), 1u);
+  const uint64_t key[] = {1};
+  const float grad[] = {-1.0f}, show = 1, click = 1;
+  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  float w = 0;
+  table->Pull(key, false, &w);
+  EXPECT_FLOAT_EQ(w, 0.5f);
+}
+
+TEST(MemoryTableTest, NonFiniteGradientIsRejectedAndChangesNothing) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kSgd, 1));
+  const uint64_t keys[] = {1, 2};
+  const float grads[] = {1.0f, 1.0f, NAN, 0.0f}, shows[] = {1, 1},
+              clicks[] = {0, 0};
+  absl::Status s = table->Push(keys, grads, shows, clicks);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table->Stats().rows, 0u);
+}
+
+TEST(MemoryTableTest, ConcurrentPushesAllLand) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kSgd, 0));
+  constexpr int kThreads = 4, kRounds = 500;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      std::vector<uint64_t> keys(64);
+      std::vector<float> grads(64, -0.002f), ones(64, 1.0f), zeros(64, 0.0f);
+      for (int i = 0; i < 64; ++i) keys[i] = i;
+      for (int r = 0; r < kRounds; ++r) {
+        ASSERT_TRUE(
+            table->Push(keys, grads.data(), ones.data(), zeros.data()).ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<uint64_t> keys(64);
+  for (int i = 0; i < 64; ++i) keys[i] = i;
+  std::vector<float> w(64);
+  table->Pull(keys, false, w.data());
+  // Every one of the 2,000 pushes adds 0.5 * 0.002 = 0.001 to each weight.
+  for (float v : w) EXPECT_NEAR(v, 2.0f, 1e-3f);
+}
+
+}  // namespace
+}  // namespace sampan

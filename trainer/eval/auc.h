@@ -1,0 +1,45 @@
+// Evaluation metrics for binary CTR predictions.
+//
+// ExactAuc sorts all scores (ties count half), the reference for test sets.
+// StreamingAuc keeps a fixed histogram of scores per label, so it costs O(1)
+// memory and is cheap enough to run on every training example; its error is
+// bounded by the bucket width (ties within a bucket count half).
+#ifndef SAMPAN_TRAINER_EVAL_AUC_H_
+#define SAMPAN_TRAINER_EVAL_AUC_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace sampan {
+
+// Area under the ROC curve; 0.5 when either class is absent.
+double ExactAuc(const std::vector<float>& scores,
+                const std::vector<float>& labels);
+
+// Mean negative log-likelihood; probabilities are clipped to [1e-7, 1-1e-7].
+double LogLoss(const std::vector<float>& probs,
+               const std::vector<float>& labels);
+
+// Not thread-safe: one per thread, merged with Merge().
+class StreamingAuc {
+ public:
+  explicit StreamingAuc(int buckets = 4096);
+
+  void Add(float prob, float label) {
+    int b = static_cast<int>(prob * buckets_);
+    b = b < 0 ? 0 : (b >= buckets_ ? buckets_ - 1 : b);
+    (label > 0.5f ? pos_ : neg_)[b] += 1;
+  }
+  void Merge(const StreamingAuc& other);
+  void Reset();
+  double Auc() const;
+  uint64_t count() const;
+
+ private:
+  int buckets_;
+  std::vector<uint64_t> pos_, neg_;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_EVAL_AUC_H_

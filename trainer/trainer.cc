@@ -1,0 +1,354 @@
+#include "trainer/trainer.h"
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "coordinator/client.h"
+#include "trainer/client/ps_client.h"
+#include "trainer/data/criteo_reader.h"
+#include "trainer/eval/auc.h"
+#include "trainer/model/fm.h"
+
+namespace sampan {
+namespace {
+
+absl::Duration Seconds(double s) { return absl::Seconds(s); }
+
+// A worker's reusable buffers: one batch's unique keys and their rows.
+struct Scratch {
+  Batch batch;
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> row_of_sign;
+  std::vector<float> rows, grads, shows, clicks, probs;
+
+  // Fills keys (kBiasSign first) and row_of_sign from `batch`.
+  void Dedup() {
+    index.clear();
+    keys.clear();
+    row_of_sign.resize(batch.signs.size());
+    index.emplace(kBiasSign, 0);
+    keys.push_back(kBiasSign);
+    for (size_t j = 0; j < batch.signs.size(); ++j) {
+      auto [it, inserted] = index.try_emplace(batch.signs[j], keys.size());
+      if (inserted) keys.push_back(batch.signs[j]);
+      row_of_sign[j] = it->second;
+    }
+  }
+
+  // Impressions and clicks per unique key, for the table's statistics.
+  void CountShowsAndClicks() {
+    shows.assign(keys.size(), 0.0f);
+    clicks.assign(keys.size(), 0.0f);
+    shows[0] = batch.size();
+    for (size_t e = 0; e < batch.size(); ++e) {
+      clicks[0] += batch.labels[e];
+      for (uint32_t j = batch.offsets[e]; j < batch.offsets[e + 1]; ++j) {
+        shows[row_of_sign[j]] += 1;
+        clicks[row_of_sign[j]] += batch.labels[e];
+      }
+    }
+  }
+};
+
+// The training input of one rank: every train file's part `rank`, per epoch.
+// Guarded by its own mutex; workers take one batch at a time.
+class InputQueue {
+ public:
+  InputQueue(const JobConfig& config, int rank)
+      : config_(config), rank_(rank) {}
+
+  // Fills `batch`; false at the end of the last epoch or on error.
+  bool Next(Batch* batch, absl::Status* error) {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      if (!status_.ok()) break;
+      if (reader_ == nullptr && !OpenNext()) break;
+      if (reader_->NextBatch(config_.data().batch_size(), batch)) {
+        status_ = CheckBadFraction();
+        if (status_.ok()) return true;
+        break;
+      }
+      good_ += reader_->good_rows();
+      bad_ += reader_->bad_rows();
+      reader_.reset();
+      ++file_index_;
+    }
+    *error = status_;
+    return false;
+  }
+
+  double FractionDone() const {
+    absl::MutexLock lock(&mu_);
+    const int files = config_.data().train_files_size();
+    const double epochs = config_.data().epochs();
+    double done = file_index_ + (reader_ ? reader_->fraction_done() : 0.0);
+    return std::min(1.0, done / (files * epochs));
+  }
+
+  uint64_t BadRows() const {
+    absl::MutexLock lock(&mu_);
+    return bad_ + (reader_ ? reader_->bad_rows() : 0);
+  }
+
+ private:
+  bool OpenNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int files = config_.data().train_files_size();
+    if (file_index_ >= files * static_cast<int>(config_.data().epochs())) {
+      return false;
+    }
+    CriteoReaderOptions options;
+    options.part = rank_;
+    options.num_parts = config_.cluster().num_trainers();
+    auto reader = CriteoReader::Open(
+        config_.data().train_files(file_index_ % files), options);
+    if (!reader.ok()) {
+      status_ = reader.status();
+      return false;
+    }
+    reader_ = std::move(*reader);
+    return true;
+  }
+
+  absl::Status CheckBadFraction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t bad = bad_ + reader_->bad_rows();
+    const uint64_t total = bad + good_ + reader_->good_rows();
+    // Judge only once enough rows were seen for the fraction to mean much.
+    if (total < 1000) return absl::OkStatus();
+    const double fraction = static_cast<double>(bad) / total;
+    if (fraction <= config_.data().max_bad_fraction()) return absl::OkStatus();
+    return absl::DataLossError(absl::StrFormat(
+        "%d of %d rows malformed (%.2f%%), above data.max_bad_fraction %.2f%%",
+        bad, total, 100 * fraction, 100 * config_.data().max_bad_fraction()));
+  }
+
+  const JobConfig& config_;
+  const int rank_;
+  mutable absl::Mutex mu_;
+  std::unique_ptr<CriteoReader> reader_ ABSL_GUARDED_BY(mu_);
+  int file_index_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t good_ ABSL_GUARDED_BY(mu_) = 0, bad_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+class Trainer {
+ public:
+  Trainer(const JobConfig& config, int rank, const std::string& coordinator)
+      : config_(config),
+        rank_(rank),
+        coordinator_(coordinator,
+                     Seconds(config.cluster().rpc_deadline_seconds()),
+                     Seconds(config.cluster().wait_timeout_seconds())),
+        model_(config.model().type() == LR ? 0
+                                           : config.model().embedding_dim()),
+        input_(config, rank) {}
+
+  absl::Status Run() {
+    if (absl::Status s = Connect(); !s.ok()) return s;
+    std::thread heartbeat([this] { HeartbeatLoop(); });
+    absl::Status status = Train();
+    if (status.ok()) status = ps_->Flush();
+    Fail(status);
+    if (status.ok()) {
+      status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
+                                    rank_);
+    }
+    if (status.ok() && rank_ == 0) status = Evaluate();
+    finished_.store(true);
+    stop_.Notify();
+    heartbeat.join();
+    if (status.ok()) SendHeartbeat();  // report "finished"
+    return status;
+  }
+
+ private:
+  absl::Status Connect() {
+    if (absl::Status s = coordinator_.Register(coord::TRAINER, rank_, "");
+        !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<coord::ClusterSpec> spec = coordinator_.WaitClusterSpec();
+    if (!spec.ok()) return spec.status();
+    PsClientOptions options;
+    for (const coord::Member& m : spec->pservers()) {
+      options.pserver_addresses.push_back(m.address());
+    }
+    options.num_shards = config_.table().num_shards();
+    options.row_dim = model_.row_dim();
+    options.deadline = Seconds(config_.cluster().rpc_deadline_seconds());
+    options.trainer_id = rank_;
+    ps_ = PsClient::Create(options);
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << " connected to "
+                     << options.pserver_addresses.size() << " pservers";
+    return absl::OkStatus();
+  }
+
+  absl::Status Train() {
+    std::vector<std::thread> workers;
+    for (uint32_t t = 0; t < config_.cluster().threads_per_trainer(); ++t) {
+      workers.emplace_back([this] { Fail(WorkerLoop()); });
+    }
+    for (std::thread& w : workers) w.join();
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+
+  absl::Status WorkerLoop() {
+    Scratch s;
+    absl::Status read_status;
+    while (!Failed() && input_.Next(&s.batch, &read_status)) {
+      if (absl::Status st = TrainBatch(&s); !st.ok()) return st;
+    }
+    return read_status;
+  }
+
+  absl::Status TrainBatch(Scratch* s) {
+    s->Dedup();
+    const size_t floats = s->keys.size() * model_.row_dim();
+    s->rows.resize(floats);
+    if (absl::Status st = ps_->Pull(s->keys, true, s->rows.data()); !st.ok()) {
+      return st;
+    }
+    s->grads.assign(floats, 0.0f);
+    s->probs.resize(s->batch.size());
+    const double loss = model_.Step(s->batch, s->row_of_sign, 0, s->rows.data(),
+                                    s->grads.data(), s->probs.data());
+    s->CountShowsAndClicks();
+    absl::Status st = ps_->PushAsync(s->keys, s->grads, s->shows, s->clicks);
+    absl::MutexLock lock(&mu_);
+    examples_ += s->batch.size();
+    loss_sum_ += loss;
+    for (size_t e = 0; e < s->batch.size(); ++e) {
+      auc_.Add(s->probs[e], s->batch.labels[e]);
+    }
+    return st;
+  }
+
+  absl::Status Evaluate() {
+    std::vector<float> probs, labels;
+    Scratch s;
+    for (const std::string& path : config_.data().test_files()) {
+      auto reader = CriteoReader::Open(path, CriteoReaderOptions());
+      if (!reader.ok()) return reader.status();
+      while ((*reader)->NextBatch(config_.data().batch_size(), &s.batch)) {
+        s.Dedup();
+        s.rows.resize(s.keys.size() * model_.row_dim());
+        absl::Status st = ps_->Pull(s.keys, false, s.rows.data());
+        if (!st.ok()) return st;
+        s.probs.resize(s.batch.size());
+        model_.Step(s.batch, s.row_of_sign, 0, s.rows.data(), nullptr,
+                    s.probs.data());
+        probs.insert(probs.end(), s.probs.begin(), s.probs.end());
+        labels.insert(labels.end(), s.batch.labels.begin(),
+                      s.batch.labels.end());
+      }
+    }
+    return WriteResult(probs, labels);
+  }
+
+  absl::Status WriteResult(const std::vector<float>& probs,
+                           const std::vector<float>& labels) {
+    const double auc = ExactAuc(probs, labels);
+    const double logloss = LogLoss(probs, labels);
+    double predicted = 0, clicks = 0;
+    for (size_t i = 0; i < probs.size(); ++i) {
+      predicted += probs[i];
+      clicks += labels[i];
+    }
+    const std::string path = ResultPath(config_);
+    std::ofstream out(path);
+    out << absl::StrFormat(
+        "test_auc=%.6f\ntest_logloss=%.6f\ntest_rows=%d\ntest_copc=%.4f\n", auc,
+        logloss, probs.size(), predicted > 0 ? clicks / predicted : 0.0);
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    SAMPAN_LOG(INFO) << absl::StrFormat("test AUC %.4f logloss %.4f on %d rows",
+                                        auc, logloss, probs.size());
+    return absl::OkStatus();
+  }
+
+  void HeartbeatLoop() {
+    const absl::Duration interval =
+        Seconds(std::min(1.0, config_.progress_interval_seconds()));
+    const absl::Duration timeout =
+        Seconds(config_.cluster().heartbeat_timeout_seconds());
+    absl::Time last_ok = absl::Now();
+    while (!stop_.WaitForNotificationWithTimeout(interval)) {
+      if (SendHeartbeat().ok()) {
+        last_ok = absl::Now();
+      } else if (absl::Now() - last_ok > timeout) {
+        Fail(absl::UnavailableError(absl::StrCat(
+            "coordinator ", coordinator_.address(), " unreachable for ",
+            absl::FormatDuration(absl::Now() - last_ok))));
+        return;
+      }
+    }
+  }
+
+  absl::Status SendHeartbeat() {
+    coord::HeartbeatRequest req;
+    req.set_role(coord::TRAINER);
+    req.set_index(rank_);
+    coord::TrainerProgress* p = req.mutable_progress();
+    p->set_fraction_done(input_.FractionDone());
+    p->set_bad_rows(input_.BadRows());
+    p->set_finished(finished_.load());
+    {
+      absl::MutexLock lock(&mu_);
+      p->set_examples(examples_);
+      p->set_loss_sum(loss_sum_);
+      p->set_train_auc(auc_.Auc());
+    }
+    return coordinator_.Heartbeat(req);
+  }
+
+  void Fail(const absl::Status& status) {
+    if (status.ok()) return;
+    absl::MutexLock lock(&mu_);
+    if (error_.ok()) error_ = status;
+  }
+
+  bool Failed() {
+    absl::MutexLock lock(&mu_);
+    return !error_.ok();
+  }
+
+  const JobConfig& config_;
+  const int rank_;
+  CoordinatorClient coordinator_;
+  const FmModel model_;
+  InputQueue input_;
+  std::unique_ptr<PsClient> ps_;
+  absl::Notification stop_;
+  std::atomic<bool> finished_{false};
+
+  absl::Mutex mu_;  // guards the progress counters and the first error
+  uint64_t examples_ ABSL_GUARDED_BY(mu_) = 0;
+  double loss_sum_ ABSL_GUARDED_BY(mu_) = 0;
+  StreamingAuc auc_ ABSL_GUARDED_BY(mu_);
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::string ResultPath(const JobConfig& config) {
+  return absl::StrCat(config.output_dir(), "/result.txt");
+}
+
+absl::Status RunTrainer(const JobConfig& config, int rank,
+                        const std::string& coordinator_address) {
+  Trainer trainer(config, rank, coordinator_address);
+  return trainer.Run();
+}
+
+}  // namespace sampan

@@ -1,0 +1,37 @@
+// trainer: one rank of a training job.
+//
+// A trainer registers with the coordinator, waits for the cluster spec, then
+// runs `threads_per_trainer` Hogwild workers over its part of the training
+// files (byte ranges split by rank, see CriteoReader). Each worker loops:
+// read a batch -> dedup its keys -> pull rows from the pservers -> forward
+// and backward -> push summed gradients asynchronously. Workers share no
+// model state of their own; the pservers apply pushes as they arrive.
+//
+// After the last epoch every trainer flushes its pushes and meets the others
+// at a barrier; rank 0 then evaluates on the test files (pulls without
+// creating rows) and writes <output_dir>/result.txt.
+//
+// Progress (examples, loss, streaming AUC, fraction done) goes to the
+// coordinator with every heartbeat. Failure to reach the coordinator for
+// longer than heartbeat_timeout_seconds, a failed pull or push, or a bad-row
+// fraction above data.max_bad_fraction ends the trainer with an error.
+#ifndef SAMPAN_TRAINER_TRAINER_H_
+#define SAMPAN_TRAINER_TRAINER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+// Runs rank `rank` of the job to completion.
+absl::Status RunTrainer(const JobConfig& config, int rank,
+                        const std::string& coordinator_address);
+
+// The file rank 0 writes its test metrics to, as `name=value` lines.
+std::string ResultPath(const JobConfig& config);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_TRAINER_H_
