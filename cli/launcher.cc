@@ -1,0 +1,334 @@
+#include "cli/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "cli/progress.h"
+#include "cli/synthetic_data.h"
+#include "coordinator/client.h"
+#include "google/protobuf/text_format.h"
+#include "trainer/trainer.h"
+
+namespace sampan {
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int) { g_interrupted = 1; }
+
+struct Child {
+  std::string name;  // "pserver-1"
+  std::string log_path;
+  pid_t pid = -1;
+  bool is_trainer = false;
+  bool exited = false;
+  int status = 0;
+};
+
+std::string LastLines(const std::string& path, int n) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+    if (static_cast<int>(lines.size()) > n) lines.pop_front();
+  }
+  std::string out;
+  for (const std::string& l : lines) absl::StrAppend(&out, "    ", l, "\n");
+  return out;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status))
+    return absl::StrCat("exit status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("killed by signal ", WTERMSIG(status), " (",
+                        strsignal(WTERMSIG(status)), ")");
+  }
+  return "stopped";
+}
+
+class Launcher {
+ public:
+  explicit Launcher(JobConfig config) : config_(std::move(config)) {}
+
+  int Run() {
+    if (!Prepare()) return 1;
+    InstallSignalHandlers();
+    const int code = StartAndSupervise();
+    StopAll();
+    if (code == 0) PrintResult();
+    return code;
+  }
+
+ private:
+  bool Prepare() {
+    std::error_code ec;
+    std::filesystem::create_directories(LogDir(), ec);
+    if (ec) {
+      std::cerr << "error: cannot create " << LogDir() << ": " << ec.message()
+                << "\n";
+      return false;
+    }
+    std::filesystem::remove(ResultPath(config_), ec);
+    if (config_.data().synthetic().rows() > 0) {
+      absl::StatusOr<SyntheticData> data = EnsureSyntheticData(config_);
+      if (!data.ok()) {
+        std::cerr << "error: " << data.status().message() << "\n";
+        return false;
+      }
+      synthetic_ = *data;
+      // Children train on the generated files, like any file-based job.
+      synthetic_rows_ = config_.data().synthetic().rows();
+      config_.mutable_data()->mutable_synthetic()->set_rows(0);
+      config_.mutable_data()->clear_train_files();
+      config_.mutable_data()->clear_test_files();
+      config_.mutable_data()->add_train_files(data->train_path);
+      config_.mutable_data()->add_test_files(data->test_path);
+    }
+    return WriteResolvedConfig();
+  }
+
+  bool WriteResolvedConfig() {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(config_, &text);
+    config_path_ = absl::StrCat(config_.output_dir(), "/job.pbtxt");
+    std::ofstream out(config_path_);
+    out << text;
+    out.close();
+    if (!out) {
+      std::cerr << "error: cannot write " << config_path_ << "\n";
+      return false;
+    }
+    return true;
+  }
+
+  void InstallSignalHandlers() {
+    struct sigaction sa = {};
+    sa.sa_handler = OnInterrupt;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+
+  int StartAndSupervise() {
+    const std::string port_file =
+        absl::StrCat(config_.output_dir(), "/coordinator.port");
+    std::remove(port_file.c_str());
+    Spawn("coordinator", false,
+          {"coordinator", "--config=" + config_path_,
+           "--port_file=" + port_file});
+    const std::string coordinator = WaitForCoordinator(port_file);
+    if (coordinator.empty()) return ReportFailure();
+    for (uint32_t i = 0; i < config_.cluster().num_pservers(); ++i) {
+      Spawn(absl::StrCat("pserver-", i), false,
+            {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
+             "--coordinator=" + coordinator});
+    }
+    for (uint32_t r = 0; r < config_.cluster().num_trainers(); ++r) {
+      Spawn(absl::StrCat("trainer-", r), true,
+            {"trainer", "--config=" + config_path_, absl::StrCat("--rank=", r),
+             "--coordinator=" + coordinator});
+    }
+    return Supervise(coordinator);
+  }
+
+  void Spawn(const std::string& name, bool is_trainer,
+             const std::vector<std::string>& args) {
+    Child child;
+    child.name = name;
+    child.is_trainer = is_trainer;
+    child.log_path = absl::StrCat(LogDir(), "/", name, ".log");
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid == 0) ExecChild(child, args, parent);
+    child.pid = pid;
+    children_.push_back(child);
+  }
+
+  // Runs in the forked child; never returns.
+  [[noreturn]] static void ExecChild(const Child& child,
+                                     const std::vector<std::string>& args,
+                                     pid_t parent) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the launcher died before prctl
+    setpgid(0, 0);  // Ctrl-C reaches the launcher only; it stops us in order
+    const int fd = open(child.log_path.c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    std::vector<char*> argv;
+    std::string self = "sampan";
+    argv.push_back(self.data());
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::fprintf(stderr, "exec failed: %s\n", std::strerror(errno));
+    _exit(127);
+  }
+
+  std::string WaitForCoordinator(const std::string& port_file) {
+    const absl::Time limit =
+        absl::Now() + absl::Seconds(config_.cluster().wait_timeout_seconds());
+    while (absl::Now() < limit && !g_interrupted) {
+      std::ifstream in(port_file);
+      int port = 0;
+      if (in >> port && port > 0) {
+        return absl::StrCat(config_.cluster().host(), ":", port);
+      }
+      if (Reap()) return "";
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    if (!g_interrupted) {
+      failure_ = "coordinator did not report its port in time";
+    }
+    return "";
+  }
+
+  // Collects exited children; returns true if one failed (or a server
+  // exited before the trainers finished).
+  bool Reap() {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (Child& c : children_) {
+        if (c.pid != pid) continue;
+        c.exited = true;
+        c.status = status;
+        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if ((!clean || !c.is_trainer) && failed_child_ == nullptr) {
+          failed_child_ = &c;
+        }
+      }
+    }
+    return failed_child_ != nullptr;
+  }
+
+  bool AllTrainersDone() const {
+    for (const Child& c : children_) {
+      if (c.is_trainer && !c.exited) return false;
+    }
+    return true;
+  }
+
+  int Supervise(const std::string& coordinator_address) {
+    CoordinatorClient coordinator(coordinator_address, absl::Seconds(2),
+                                  absl::Seconds(2));
+    ProgressPrinter progress(config_);
+    const absl::Duration interval =
+        absl::Seconds(config_.progress_interval_seconds());
+    absl::Time next_print = absl::Now() + interval;
+    while (!g_interrupted) {
+      if (Reap()) return ReportFailure();
+      if (AllTrainersDone()) {
+        progress.Finish();
+        return 0;
+      }
+      if (absl::Now() >= next_print) {
+        auto status = coordinator.JobStatus();
+        if (status.ok()) progress.Update(*status);
+        next_print += interval;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    progress.Finish();
+    std::cerr << "interrupted: stopping " << children_.size() << " processes\n";
+    return 130;
+  }
+
+  int ReportFailure() {
+    if (g_interrupted) return 130;
+    if (failed_child_ == nullptr) {
+      std::cerr << "error: " << failure_ << "\n";
+      return 1;
+    }
+    const Child& c = *failed_child_;
+    std::cerr << "\nerror: " << c.name << " (pid " << c.pid << ") "
+              << DescribeExit(c.status) << "; stopping the job. Last lines of "
+              << c.log_path << ":\n"
+              << LastLines(c.log_path, 15);
+    return 1;
+  }
+
+  // SIGTERM to every live child, SIGKILL to those still alive after a grace
+  // period, and reap them all.
+  void StopAll() {
+    for (Child& c : children_) {
+      if (!c.exited) kill(c.pid, SIGTERM);
+    }
+    const absl::Time limit = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < limit && !AllExited()) {
+      Reap();
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    for (Child& c : children_) {
+      if (c.exited) continue;
+      kill(c.pid, SIGKILL);
+      waitpid(c.pid, &c.status, 0);
+      c.exited = true;
+    }
+  }
+
+  bool AllExited() const {
+    for (const Child& c : children_) {
+      if (!c.exited) return false;
+    }
+    return true;
+  }
+
+  void PrintResult() {
+    std::ifstream in(ResultPath(config_));
+    std::map<std::string, std::string> result;
+    for (std::string line; std::getline(in, line);) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(line, '=');
+      result[kv.first] = kv.second;
+    }
+    std::cout << "test AUC " << result["test_auc"] << "  logloss "
+              << result["test_logloss"] << "  COPC " << result["test_copc"]
+              << "  on " << result["test_rows"] << " held-out rows\n";
+    if (synthetic_rows_ > 0) {
+      std::cout << absl::StrFormat(
+          "planted model (the best reachable): AUC %.6f  logloss %.6f\n",
+          synthetic_.planted_auc, synthetic_.planted_logloss);
+    }
+    std::cout << "logs and results: " << config_.output_dir() << "\n";
+  }
+
+  std::string LogDir() const { return config_.output_dir() + "/logs"; }
+
+  JobConfig config_;
+  std::string config_path_;
+  SyntheticData synthetic_;
+  uint64_t synthetic_rows_ = 0;
+  std::deque<Child> children_;  // deque: failed_child_ points into it
+  Child* failed_child_ = nullptr;
+  std::string failure_;
+};
+
+}  // namespace
+
+int RunLocalJob(JobConfig config) {
+  Launcher launcher(std::move(config));
+  return launcher.Run();
+}
+
+}  // namespace sampan

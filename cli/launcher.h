@@ -1,0 +1,27 @@
+// `sampan run JOB.yaml`: a whole job on one machine.
+//
+// Starts the coordinator, the pservers and the trainers as child processes
+// of this one on loopback (free ports, each child's output in
+// <output_dir>/logs/<role>-<i>.log), shows one progress line, and prints the
+// final test metrics. Promises:
+//   - if any child fails, the others are stopped and the exit status is
+//     non-zero, with the failed child's last log lines printed;
+//   - Ctrl-C (SIGINT) or SIGTERM stops everything;
+//   - no child outlives the launcher, even if the launcher is SIGKILLed
+//     (children die with their parent through PR_SET_PDEATHSIG).
+#ifndef SAMPAN_CLI_LAUNCHER_H_
+#define SAMPAN_CLI_LAUNCHER_H_
+
+#include <string>
+
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+// Runs the job in `config` (already loaded and validated) and returns the
+// process exit status: 0 on success.
+int RunLocalJob(JobConfig config);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_CLI_LAUNCHER_H_

@@ -1,0 +1,232 @@
+// `sampan`: the one binary of every Sampan process. See `sampan help`.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/launcher.h"
+#include "cli/serve.h"
+#include "common/config.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "coordinator/client.h"
+#include "coordinator/coordinator.h"
+#include "google/protobuf/text_format.h"
+#include "pserver/pserver.h"
+#include "trainer/data/synthetic.h"
+#include "trainer/trainer.h"
+
+namespace sampan {
+namespace {
+
+constexpr int kExitConfigError = 2;
+
+constexpr char kUsage[] = R"(usage: sampan <command> [flags]
+
+commands:
+  run JOB.yaml            run a whole job locally: coordinator, pservers and
+                          trainers as child processes; prints test AUC
+  validate JOB.yaml       check a job config; exit status 2 on any error
+  gen-data --out=DIR [--rows=N] [--seed=S] [--test_fraction=F]
+                          write Criteo-shaped synthetic data from a planted
+                          model (train.tsv, test.tsv, test.planted)
+  coordinator --config=F [--port=P] [--port_file=F]
+  pserver --config=F --index=I --coordinator=HOST:PORT [--port=P]
+  trainer --config=F --rank=R --coordinator=HOST:PORT
+                          the processes `run` starts; --config takes the job
+                          YAML or the resolved job.pbtxt that `run` writes
+)";
+
+int ConfigError(const absl::Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  return kExitConfigError;
+}
+
+// YAML for people; the text proto that `sampan run` resolves for children.
+absl::StatusOr<JobConfig> LoadAnyConfig(const std::string& path) {
+  if (!absl::EndsWith(path, ".pbtxt")) return LoadJobConfig(path);
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  JobConfig config;
+  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &config)) {
+    return absl::InvalidArgumentError(path + ": not a valid JobConfig");
+  }
+  absl::Status s = ValidateJobConfig(config);
+  if (!s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  return config;
+}
+
+// Parses flags and the --config they name; exits with status 2 on error.
+struct Invocation {
+  Flags flags;
+  JobConfig config;
+};
+
+Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known) {
+  known.insert("config");
+  absl::StatusOr<Flags> flags = Flags::Parse(argc, argv, 2, known);
+  if (!flags.ok()) std::exit(ConfigError(flags.status()));
+  if (!flags->Has("config")) {
+    std::exit(ConfigError(absl::InvalidArgumentError("--config is required")));
+  }
+  absl::StatusOr<JobConfig> config = LoadAnyConfig(flags->Get("config"));
+  if (!config.ok()) std::exit(ConfigError(config.status()));
+  return {*flags, *config};
+}
+
+int64_t IntFlagOrExit(const Flags& flags, const std::string& name,
+                      int64_t def) {
+  absl::StatusOr<int64_t> v = flags.GetInt(name, def);
+  if (!v.ok()) std::exit(ConfigError(v.status()));
+  return *v;
+}
+
+int Fail(const absl::Status& status) {
+  SAMPAN_LOG(ERROR) << status.message();
+  return 1;
+}
+
+int CoordinatorMain(int argc, char** argv) {
+  BlockTerminationSignals();
+  SetLogRole("coordinator");
+  Invocation inv = ParseOrExit(argc, argv, {"port", "port_file"});
+  auto service = NewCoordinatorService(inv.config);
+  ServeOptions options;
+  options.host = inv.config.cluster().host();
+  options.port =
+      IntFlagOrExit(inv.flags, "port", inv.config.cluster().coordinator_port());
+  options.port_file = inv.flags.Get("port_file");
+  absl::Status s = ServeUntilSignal(service.get(), options);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int PserverMain(int argc, char** argv) {
+  BlockTerminationSignals();
+  Invocation inv = ParseOrExit(argc, argv, {"index", "coordinator", "port"});
+  const int index = IntFlagOrExit(inv.flags, "index", -1);
+  if (index < 0 ||
+      index >= static_cast<int>(inv.config.cluster().num_pservers())) {
+    return ConfigError(absl::InvalidArgumentError(
+        absl::StrFormat("--index=%d out of range [0, %d)", index,
+                        inv.config.cluster().num_pservers())));
+  }
+  SetLogRole(absl::StrFormat("pserver-%d", index));
+  const ClusterConfig& cluster = inv.config.cluster();
+  CoordinatorClient coordinator(inv.flags.Get("coordinator"),
+                                absl::Seconds(cluster.rpc_deadline_seconds()),
+                                absl::Seconds(cluster.wait_timeout_seconds()));
+  auto service = NewSparseTableService(inv.config, index);
+  ServeOptions options;
+  options.host = cluster.host();
+  options.port = IntFlagOrExit(inv.flags, "port", 0);
+  std::string address;
+  options.on_started = [&](const std::string& a) {
+    address = a;
+    return coordinator.Register(coord::PSERVER, index, address);
+  };
+  options.on_tick = [&] {
+    coord::HeartbeatRequest req;
+    req.set_role(coord::PSERVER);
+    req.set_index(index);
+    absl::Status s = coordinator.Heartbeat(req);
+    // A restarted coordinator has forgotten us: register again.
+    if (absl::IsNotFound(s))
+      s = coordinator.Register(coord::PSERVER, index, address);
+    if (!s.ok()) SAMPAN_LOG(WARNING) << s.message();
+  };
+  absl::Status s = ServeUntilSignal(service.get(), options);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int TrainerMain(int argc, char** argv) {
+  Invocation inv = ParseOrExit(argc, argv, {"rank", "coordinator"});
+  const int rank = IntFlagOrExit(inv.flags, "rank", -1);
+  if (rank < 0 ||
+      rank >= static_cast<int>(inv.config.cluster().num_trainers())) {
+    return ConfigError(absl::InvalidArgumentError(
+        absl::StrFormat("--rank=%d out of range [0, %d)", rank,
+                        inv.config.cluster().num_trainers())));
+  }
+  SetLogRole(absl::StrFormat("trainer-%d", rank));
+  absl::Status s = RunTrainer(inv.config, rank, inv.flags.Get("coordinator"));
+  if (!s.ok()) return Fail(s);
+  SAMPAN_LOG(INFO) << "done";
+  return 0;
+}
+
+int ValidateMain(int argc, char** argv) {
+  if (argc != 3)
+    return ConfigError(
+        absl::InvalidArgumentError("usage: sampan validate JOB.yaml"));
+  absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
+  if (!config.ok()) return ConfigError(config.status());
+  std::cout << argv[2] << ": ok (" << ModelType_Name(config->model().type())
+            << ", " << config->cluster().num_pservers() << " pservers, "
+            << config->cluster().num_trainers() << " trainers)\n";
+  return 0;
+}
+
+int RunMain(int argc, char** argv) {
+  if (argc != 3) {
+    return ConfigError(
+        absl::InvalidArgumentError("usage: sampan run JOB.yaml"));
+  }
+  absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
+  if (!config.ok()) return ConfigError(config.status());
+  return RunLocalJob(*config);
+}
+
+int GenDataMain(int argc, char** argv) {
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(argc, argv, 2, {"out", "rows", "seed", "test_fraction"});
+  if (!flags.ok()) return ConfigError(flags.status());
+  if (!flags->Has("out")) {
+    return ConfigError(absl::InvalidArgumentError("--out=DIR is required"));
+  }
+  SyntheticOptions options;
+  options.rows = IntFlagOrExit(*flags, "rows", 1000000);
+  options.seed = IntFlagOrExit(*flags, "seed", 1);
+  options.test_fraction = std::stod(flags->Get("test_fraction", "0.1"));
+  const std::string dir = flags->Get("out");
+  std::filesystem::create_directories(dir);
+  auto result = GenerateCriteoData(options, dir + "/train.tsv",
+                                   dir + "/test.tsv", dir + "/test.planted");
+  if (!result.ok()) return Fail(result.status());
+  std::cout << absl::StrFormat(
+      "wrote %d train and %d test rows to %s (train CTR %.4f)\n"
+      "planted model on the test rows: AUC %.6f  logloss %.6f\n",
+      result->train_rows, result->test_rows, dir, result->train_ctr,
+      result->planted_test_auc, result->planted_test_logloss);
+  return 0;
+}
+
+}  // namespace
+}  // namespace sampan
+
+int main(int argc, char** argv) {
+  using namespace sampan;
+  const std::string command = argc > 1 ? argv[1] : "help";
+  if (command == "run") return RunMain(argc, argv);
+  if (command == "validate") return ValidateMain(argc, argv);
+  if (command == "gen-data") return GenDataMain(argc, argv);
+  if (command == "coordinator") return CoordinatorMain(argc, argv);
+  if (command == "pserver") return PserverMain(argc, argv);
+  if (command == "trainer") return TrainerMain(argc, argv);
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  std::cerr << "unknown command '" << command << "'\n" << kUsage;
+  return kExitConfigError;
+}

@@ -1,0 +1,33 @@
+// The launcher's one progress line: examples/s, recent loss, streaming AUC,
+// fraction done and ETA, from the coordinator's view of the trainers. On a
+// terminal the line is redrawn in place; otherwise one line per update.
+#ifndef SAMPAN_CLI_PROGRESS_H_
+#define SAMPAN_CLI_PROGRESS_H_
+
+#include <cstdint>
+
+#include "absl/time/time.h"
+#include "proto/coordinator.pb.h"
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(const JobConfig& config);
+  void Update(const coord::JobStatusResponse& status);
+  // Ends the in-place line, if one was drawn.
+  void Finish();
+
+ private:
+  bool tty_;
+  bool drawn_ = false;
+  absl::Time last_time_;
+  uint64_t last_examples_ = 0;
+  double last_loss_sum_ = 0;
+  absl::Time first_progress_ = absl::InfinitePast();
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_CLI_PROGRESS_H_

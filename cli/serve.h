@@ -1,0 +1,43 @@
+// Running a gRPC service as a long-lived process: bind, report the port,
+// serve until SIGTERM or SIGINT, then shut down with a grace period.
+#ifndef SAMPAN_CLI_SERVE_H_
+#define SAMPAN_CLI_SERVE_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace grpc {
+class Service;
+}
+
+namespace sampan {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0 picks a free port
+  // When set, the bound port is written here (atomically, by rename) once the
+  // server accepts calls, so a launcher can wait for it.
+  std::string port_file;
+  // Called once serving with "host:port"; may start background work.
+  std::function<absl::Status(const std::string& address)> on_started;
+  // Called about every `tick` while serving (heartbeats).
+  std::function<void()> on_tick;
+  absl::Duration tick = absl::Seconds(1);
+  // In-flight calls get this long to finish at shutdown.
+  absl::Duration grace = absl::Seconds(5);
+};
+
+// Blocks SIGTERM and SIGINT in the calling thread and every thread it creates
+// afterwards, so that ServeUntilSignal can wait for them. Call first in main.
+void BlockTerminationSignals();
+
+// Serves `service` until a termination signal arrives or on_started fails.
+absl::Status ServeUntilSignal(grpc::Service* service,
+                              const ServeOptions& options);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_CLI_SERVE_H_

@@ -1,0 +1,319 @@
+#include "common/config.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Parses `yaml` as job.yaml and returns the error message ("" on success).
+std::string ParseError(const std::string& yaml) {
+  absl::StatusOr<JobConfig> config = ParseJobConfig(yaml, "job.yaml");
+  if (config.ok()) return "";
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(config.status().message());
+}
+
+TEST(ConfigTest, DefaultsAreValid) {
+  EXPECT_TRUE(ValidateJobConfig(DefaultJobConfig()).ok());
+}
+
+TEST(ConfigTest, EmptyDocumentYieldsDefaults) {
+  for (const char* yaml : {"", "# only a comment\n", "---\n"}) {
+    absl::StatusOr<JobConfig> config = ParseJobConfig(yaml, "job.yaml");
+    ASSERT_TRUE(config.ok()) << yaml << ": " << config.status();
+    EXPECT_EQ(config->SerializeAsString(),
+              DefaultJobConfig().SerializeAsString());
+  }
+}
+
+TEST(ConfigTest, FullConfigRoundTrips) {
+  const std::string yaml = R"(
+name: criteo-lr
+cluster:
+  num_pservers: 4
+  num_trainers: 3
+  threads_per_trainer: 8
+  host: 10.0.0.5
+  coordinator_port: 7000
+  heartbeat_timeout_seconds: 2.5
+  rpc_deadline_seconds: 3
+  wait_timeout_seconds: 60
+model:
+  type: lr
+  embedding_dim: 16
+  hidden: [400, 400]
+table:
+  num_shards: 128
+  optimizer:
+    type: SGD
+    learning_rate: 0.1
+    initial_accumulator: 0
+    init_range: 0.001
+    l2: 1e-5
+data:
+  format: CRITEO_TSV
+  train_files: [a.tsv, "b.tsv"]
+  test_files:
+    - c.tsv
+  batch_size: 512
+  epochs: 3
+  max_bad_fraction: 0
+  synthetic:
+    rows: 0
+    seed: 18446744073709551615
+output_dir: /data/out
+progress_interval_seconds: 1
+)";
+  absl::StatusOr<JobConfig> config = ParseJobConfig(yaml, "job.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->name(), "criteo-lr");
+  EXPECT_EQ(config->cluster().num_pservers(), 4u);
+  EXPECT_EQ(config->cluster().num_trainers(), 3u);
+  EXPECT_EQ(config->cluster().threads_per_trainer(), 8u);
+  EXPECT_EQ(config->cluster().host(), "10.0.0.5");
+  EXPECT_EQ(config->cluster().coordinator_port(), 7000u);
+  EXPECT_DOUBLE_EQ(config->cluster().heartbeat_timeout_seconds(), 2.5);
+  EXPECT_DOUBLE_EQ(config->cluster().rpc_deadline_seconds(), 3);
+  EXPECT_DOUBLE_EQ(config->cluster().wait_timeout_seconds(), 60);
+  EXPECT_EQ(config->model().type(), LR);
+  EXPECT_EQ(config->model().embedding_dim(), 16u);
+  ASSERT_EQ(config->model().hidden_size(), 2);
+  EXPECT_EQ(config->model().hidden(0), 400u);
+  EXPECT_EQ(config->model().hidden(1), 400u);
+  EXPECT_EQ(config->table().num_shards(), 128u);
+  EXPECT_EQ(config->table().optimizer().type(), SGD);
+  EXPECT_FLOAT_EQ(config->table().optimizer().learning_rate(), 0.1f);
+  EXPECT_FLOAT_EQ(config->table().optimizer().initial_accumulator(), 0);
+  EXPECT_FLOAT_EQ(config->table().optimizer().init_range(), 0.001f);
+  EXPECT_FLOAT_EQ(config->table().optimizer().l2(), 1e-5f);
+  EXPECT_EQ(config->data().format(), CRITEO_TSV);
+  ASSERT_EQ(config->data().train_files_size(), 2);
+  EXPECT_EQ(config->data().train_files(0), "a.tsv");
+  EXPECT_EQ(config->data().train_files(1), "b.tsv");
+  ASSERT_EQ(config->data().test_files_size(), 1);
+  EXPECT_EQ(config->data().test_files(0), "c.tsv");
+  EXPECT_EQ(config->data().batch_size(), 512u);
+  EXPECT_EQ(config->data().epochs(), 3u);
+  EXPECT_DOUBLE_EQ(config->data().max_bad_fraction(), 0);
+  EXPECT_EQ(config->data().synthetic().rows(), 0u);
+  EXPECT_EQ(config->data().synthetic().seed(), 18446744073709551615ull);
+  // Left out of the YAML, so the default stays.
+  EXPECT_DOUBLE_EQ(config->data().synthetic().test_fraction(), 0.1);
+  EXPECT_EQ(config->output_dir(), "/data/out");
+  EXPECT_DOUBLE_EQ(config->progress_interval_seconds(), 1);
+}
+
+TEST(ConfigTest, PartialConfigKeepsOtherDefaults) {
+  absl::StatusOr<JobConfig> config =
+      ParseJobConfig("cluster:\n  num_trainers: 5\n", "job.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  JobConfig expected = DefaultJobConfig();
+  expected.mutable_cluster()->set_num_trainers(5);
+  EXPECT_EQ(config->SerializeAsString(), expected.SerializeAsString());
+}
+
+TEST(ConfigTest, SequenceReplacesDefaultList) {
+  absl::StatusOr<JobConfig> config =
+      ParseJobConfig("model:\n  hidden: []\n", "job.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model().hidden_size(), 0);
+}
+
+TEST(ConfigTest, UnknownTopLevelKey) {
+  EXPECT_EQ(ParseError("name: x\nfoo: 1\n"),
+            "job.yaml:2: foo: unknown field \"foo\" (expected one of: name, "
+            "cluster, model, table, data, output_dir, "
+            "progress_interval_seconds)");
+}
+
+TEST(ConfigTest, UnknownNestedKey) {
+  EXPECT_EQ(ParseError("model:\n  type: FM\n  embeding_dim: 4\n"),
+            "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
+            "(expected one of: type, embedding_dim, hidden)");
+}
+
+TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {
+  const std::string yaml =
+      "name: demo\n"         // 1
+      "cluster:\n"           // 2
+      "  num_pservers: 2\n"  // 3
+      "model:\n"             // 4
+      "  type: FM\n"         // 5
+      "  hidden:\n"          // 6
+      "    - 400\n"          // 7
+      "    - x\n";           // 8
+  EXPECT_EQ(ParseError(yaml),
+            "job.yaml:8: model.hidden[1]: expected integer, got \"x\"");
+  EXPECT_EQ(ParseError("model:\n  hidden: [400, x]\n"),
+            "job.yaml:2: model.hidden[1]: expected integer, got \"x\"");
+}
+
+TEST(ConfigTest, WrongEnumNameListsValidNames) {
+  EXPECT_EQ(ParseError("model:\n  type: DNN\n"),
+            "job.yaml:2: model.type: expected one of LR, FM, got \"DNN\"");
+  // The proto3 "not set" value is not a choice.
+  EXPECT_THAT(ParseError("model:\n  type: MODEL_UNSPECIFIED\n"),
+              HasSubstr("expected one of LR, FM"));
+}
+
+TEST(ConfigTest, NegativeForUnsigned) {
+  EXPECT_EQ(ParseError("data:\n  batch_size: -1\n"),
+            "job.yaml:2: data.batch_size: expected non-negative integer, got "
+            "\"-1\"");
+}
+
+TEST(ConfigTest, IntegerRangeIsChecked) {
+  EXPECT_EQ(ParseError("data:\n  epochs: 4294967296\n"),
+            "job.yaml:2: data.epochs: expected integer in [0, 4294967295], got "
+            "\"4294967296\"");
+  EXPECT_THAT(
+      ParseError("data:\n  synthetic:\n    rows: 18446744073709551616\n"),
+      HasSubstr("data.synthetic.rows: expected integer in [0, "));
+}
+
+TEST(ConfigTest, FloatForInteger) {
+  EXPECT_EQ(ParseError("table:\n  num_shards: 1.5\n"),
+            "job.yaml:2: table.num_shards: expected integer, got \"1.5\"");
+}
+
+TEST(ConfigTest, QuotedNumberIsAString) {
+  EXPECT_EQ(ParseError("data:\n  epochs: \"3\"\n"),
+            "job.yaml:2: data.epochs: expected integer, got quoted string "
+            "\"3\"");
+}
+
+TEST(ConfigTest, RealFieldsRejectText) {
+  EXPECT_EQ(ParseError("data:\n  max_bad_fraction: lots\n"),
+            "job.yaml:2: data.max_bad_fraction: expected finite number, got "
+            "\"lots\"");
+  EXPECT_THAT(ParseError("table:\n  optimizer:\n    l2: 1e60\n"),
+              HasSubstr("table.optimizer.l2: expected number of magnitude"));
+}
+
+TEST(ConfigTest, SequenceWhereScalarExpected) {
+  EXPECT_EQ(
+      ParseError("model:\n  embedding_dim: [1, 2]\n"),
+      "job.yaml:2: model.embedding_dim: expected integer, got a sequence");
+  EXPECT_EQ(ParseError("name:\n  - a\n"),
+            "job.yaml:2: name: expected string, got a sequence");
+}
+
+TEST(ConfigTest, ScalarWhereSequenceExpected) {
+  EXPECT_EQ(ParseError("model:\n  hidden: 400\n"),
+            "job.yaml:2: model.hidden: expected a sequence, got \"400\"");
+}
+
+TEST(ConfigTest, EmptyValues) {
+  EXPECT_EQ(ParseError("model:\n  type: FM\nname:\n"),
+            "job.yaml:3: name: expected string, got null");
+  EXPECT_EQ(ParseError("model:\n  hidden:\n"),
+            "job.yaml:2: model.hidden: expected a sequence, got null");
+  // An empty section keeps its defaults.
+  EXPECT_EQ(ParseError("cluster:\n# num_pservers: 3\n"), "");
+}
+
+TEST(ConfigTest, ScalarWhereMapExpected) {
+  EXPECT_EQ(ParseError("cluster: 3\n"),
+            "job.yaml:1: cluster: expected a map, got \"3\"");
+  EXPECT_EQ(ParseError("- a\n"),
+            "job.yaml:1: (top level): expected a map, got a sequence");
+}
+
+TEST(ConfigTest, DuplicateKey) {
+  EXPECT_EQ(ParseError("name: a\nname: b\n"),
+            "job.yaml:2: name: duplicate key");
+}
+
+TEST(ConfigTest, YamlSyntaxErrorGivesLine) {
+  EXPECT_THAT(ParseError("name: a\ncluster:\n  num_pservers: [1, 2\n"),
+              AllOf(StartsWith("job.yaml:"), HasSubstr("invalid YAML")));
+  EXPECT_THAT(ParseError("name: a\nmodel: {type: FM\n"),
+              StartsWith("job.yaml:"));
+  EXPECT_THAT(ParseError("name: a\n  bad indent: 1\n"),
+              StartsWith("job.yaml:2: invalid YAML"));
+}
+
+TEST(ConfigTest, MultipleDocumentsRejected) {
+  EXPECT_THAT(ParseError("name: a\n---\nname: b\n"),
+              HasSubstr("expected a single YAML document"));
+}
+
+TEST(ConfigTest, ValidationFailureNamesPath) {
+  EXPECT_EQ(ParseError("cluster:\n  num_pservers: 0\n"),
+            "job.yaml: cluster.num_pservers: must be at least 1, got 0");
+  EXPECT_THAT(ParseError("cluster:\n  num_pservers: 100\n"),
+              HasSubstr("job.yaml: table.num_shards:"));
+  EXPECT_THAT(ParseError("model:\n  embedding_dim: 0\n"),
+              HasSubstr("job.yaml: model.embedding_dim:"));
+  EXPECT_THAT(ParseError("data:\n  max_bad_fraction: 1.5\n"),
+              HasSubstr("job.yaml: data.max_bad_fraction:"));
+  EXPECT_THAT(ParseError("table:\n  optimizer:\n    learning_rate: 0\n"),
+              HasSubstr("job.yaml: table.optimizer.learning_rate:"));
+  EXPECT_THAT(ParseError("output_dir: \"\"\n"),
+              HasSubstr("job.yaml: output_dir:"));
+}
+
+TEST(ConfigTest, DataSourceRules) {
+  EXPECT_THAT(ParseError("data:\n  synthetic: {rows: 0}\n"),
+              HasSubstr("job.yaml: data.train_files: must not be empty"));
+  EXPECT_THAT(ParseError("data:\n  train_files: [a.tsv]\n"),
+              HasSubstr("job.yaml: data.train_files: must be empty while "
+                        "data.synthetic.rows > 0"));
+  EXPECT_THAT(ParseError("data:\n  synthetic:\n    test_fraction: 1\n"),
+              HasSubstr("job.yaml: data.synthetic.test_fraction:"));
+  EXPECT_EQ(
+      ParseError("data:\n  train_files: [a.tsv]\n  synthetic: {rows: 0}\n"),
+      "");
+}
+
+TEST(ConfigTest, ValidateNamesPathWithoutSource) {
+  JobConfig config = DefaultJobConfig();
+  config.mutable_cluster()->set_rpc_deadline_seconds(0);
+  absl::Status status = ValidateJobConfig(config);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              StartsWith("cluster.rpc_deadline_seconds: "));
+}
+
+TEST(ConfigTest, LoadMissingFileIsNotFound) {
+  const std::string path = ::testing::TempDir() + "/no-such-job.yaml";
+  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr(path));
+}
+
+TEST(ConfigTest, LoadDirectoryIsNotFound) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(::testing::TempDir());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ConfigTest, LoadUsesPathInErrors) {
+  const std::string path = ::testing::TempDir() + "/bad-job.yaml";
+  std::ofstream(path) << "model:\n  hidden: [1, x]\n";
+  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
+  EXPECT_EQ(config.status().message(),
+            path + ":2: model.hidden[1]: expected integer, got \"x\"");
+  std::remove(path.c_str());
+}
+
+TEST(ConfigTest, LoadReadsFile) {
+  const std::string path = ::testing::TempDir() + "/good-job.yaml";
+  std::ofstream(path) << "name: from-file\n";
+  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->name(), "from-file");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace sampan
