@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# End-to-end suite for `sampan run`: real child processes on loopback.
+#   1. a small FM job trains and reaches test AUC > 0.70, leaving no process;
+#   2. a config error exits with status 2 before anything starts;
+#   3. a data file with too many malformed rows fails the job cleanly: non-zero
+#      exit, the trainer's last log lines, file:line in the log, no process left;
+#   4. Ctrl-C (SIGINT) stops the job: exit 130, no process left;
+#   5. a SIGKILLed launcher takes its children with it.
+set -uo pipefail
+
+SAMPAN="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/cli/sampan"
+[ -x "$SAMPAN" ] || SAMPAN="bazel-bin/cli/sampan"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# Children carry the job's output dir in their --config flag.
+leftover() { pgrep -f -- "--config=$1/" || true; }
+
+write_config() {  # dir rows extra-yaml
+  cat > "$1.yaml" <<YAML
+name: test
+output_dir: $1
+progress_interval_seconds: 0.5
+cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 2,
+          wait_timeout_seconds: 30, heartbeat_timeout_seconds: 10}
+model: {type: FM, embedding_dim: 8}
+table: {num_shards: 32, optimizer: {type: ADAGRAD, learning_rate: 0.05}}
+data:
+  batch_size: 1024
+  synthetic: {rows: $2, seed: 3, test_fraction: 0.1}
+$3
+YAML
+}
+
+# 1. Train and evaluate.
+job="$TMP/ok"
+write_config "$job" 300000 ""
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+echo "$out" | tail -5
+auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
+if [ $rc -ne 0 ]; then fail "run exited $rc"
+elif ! awk -v a="$auc" 'BEGIN { exit !(a > 0.70) }'; then fail "test AUC $auc <= 0.70"
+else pass "trained, test AUC $auc"; fi
+echo "$out" | grep -q "planted model" || fail "planted AUC not printed"
+[ -z "$(leftover "$job")" ] || fail "processes left after a clean run: $(leftover "$job")"
+
+# 2. Config error: exit status 2, nothing started.
+printf 'model:\n  hidden: [400, "x"]\n' > "$TMP/bad.yaml"
+err=$("$SAMPAN" run "$TMP/bad.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "config error exited $rc, want 2"
+echo "$err" | grep -q 'bad.yaml:2: model.hidden\[1\]: expected' \
+  && pass "config error names file, line and field" \
+  || fail "config error message: $err"
+
+# 3. Malformed rows over the limit fail the job with a clear reason.
+job="$TMP/badrows"
+mkdir -p "$job"
+awk 'BEGIN { for (i = 0; i < 3000; i++) {
+  if (i % 10 == 3) { print "1\tnot-a-row"; continue }
+  printf "%d", i % 4 == 0
+  for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
+  for (f = 0; f < 26; f++) printf "\t%08x", (i * 13 + f * 101) % 977
+  printf "\n" } }' > "$job/train.tsv"
+head -500 "$job/train.tsv" | grep -v not-a-row > "$job/test.tsv"
+write_config "$job" 0 "  train_files: [$job/train.tsv]
+  test_files: [$job/test.tsv]
+  max_bad_fraction: 0.05"
+err=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+[ $rc -ne 0 ] || fail "bad rows: exited 0"
+echo "$err" | grep -q "max_bad_fraction" && pass "bad-row limit stops the job" \
+  || fail "bad-row failure does not say why: $err"
+grep -q "train.tsv:4: " "$job"/logs/trainer-0.log \
+  && pass "malformed row reported with file and line" \
+  || fail "no file:line report in trainer-0.log"
+[ -z "$(leftover "$job")" ] || fail "processes left after a failed job"
+
+# 4. Ctrl-C stops everything.
+job="$TMP/interrupt"
+write_config "$job" 2000000 ""
+"$SAMPAN" run "$job.yaml" > "$TMP/interrupt.out" 2>&1 &
+launcher=$!
+for _ in $(seq 1 300); do
+  grep -q '^\[train\]' "$TMP/interrupt.out" && break; sleep 0.1
+done
+[ -n "$(leftover "$job")" ] || fail "interrupt: job never started"
+kill -INT $launcher; wait $launcher; rc=$?
+[ $rc -eq 130 ] && pass "Ctrl-C exits 130" || fail "Ctrl-C exited $rc"
+sleep 0.2
+[ -z "$(leftover "$job")" ] || fail "processes left after Ctrl-C"
+
+# 5. A SIGKILLed launcher leaves nothing behind.
+"$SAMPAN" run "$job.yaml" > "$TMP/kill.out" 2>&1 &
+launcher=$!
+for _ in $(seq 1 300); do
+  grep -q '^\[train\]' "$TMP/kill.out" && break; sleep 0.1
+done
+kill -KILL $launcher; wait $launcher 2>/dev/null
+for _ in $(seq 1 50); do [ -z "$(leftover "$job")" ] && break; sleep 0.1; done
+[ -z "$(leftover "$job")" ] && pass "children die with a SIGKILLed launcher" \
+  || fail "processes outlived a SIGKILLed launcher: $(leftover "$job")"
+
+if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+echo "all checks passed"
