@@ -72,18 +72,27 @@ class CriteoReader {
 
  private:
   CriteoReader(std::string path, FILE* file, const CriteoReaderOptions& options,
-               uint64_t begin, uint64_t end);
-  // Reads the next line that starts inside the range; false at its end.
-  bool ReadLine(std::string* line);
+               uint64_t file_size, uint64_t begin, uint64_t end, uint64_t start,
+               uint64_t lines_before);
+  // Reads the next line that starts inside the range; false at its end. The
+  // view (without its newline) is valid until the next call.
+  bool ReadLine(std::string_view* line);
+  // Refills buf_ after compacting it; false when nothing more can be read.
+  bool Fill();
 
   std::string path_;
   FILE* file_;
   CriteoReaderOptions options_;
-  uint64_t begin_, end_, pos_;
+  uint64_t file_size_;
+  uint64_t begin_, end_;  // this part's nominal byte range
+  uint64_t pos_;          // file offset of the next unread line
+  bool done_ = false;
   uint64_t line_number_ = 0;  // 1-based number of the last line read
   uint64_t good_rows_ = 0, bad_rows_ = 0;
-  std::string line_;
-  std::vector<uint64_t> scratch_;
+  // Read buffer: bytes [head_, tail_) of buf_ are file bytes from pos_ on.
+  std::vector<char> buf_;
+  size_t head_ = 0, tail_ = 0;
+  bool eof_ = false;
 };
 
 }  // namespace sampan

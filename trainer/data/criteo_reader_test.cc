@@ -1,0 +1,474 @@
+#include "trainer/data/criteo_reader.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/hash.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "trainer/data/batch.h"
+
+namespace sampan {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+void WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary);
+  out << contents;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// The path of a fixture under $SAMPAN_DATA_DIR/criteo, or "" if absent.
+std::string Fixture(const std::string& name) {
+  const char* dir = std::getenv("SAMPAN_DATA_DIR");
+  if (dir == nullptr || *dir == '\0') return "";
+  const std::string path = std::string(dir) + "/criteo/" + name;
+  std::ifstream in(path);
+  return in.good() ? path : "";
+}
+
+// A 40-field labeled line: label, 13 integer fields, 26 categorical fields.
+std::string MakeLine(const std::string& label, std::vector<std::string> ints,
+                     std::vector<std::string> cats) {
+  ints.resize(kCriteoIntFields);
+  cats.resize(kCriteoCatFields);
+  std::string line = label;
+  for (const auto& f : ints) line += "\t" + f;
+  for (const auto& f : cats) line += "\t" + f;
+  return line;
+}
+
+struct Row {
+  float label;
+  std::vector<uint64_t> signs;
+  bool operator==(const Row& o) const {
+    return label == o.label && signs == o.signs;
+  }
+};
+
+struct ReadResult {
+  std::vector<Row> rows;
+  uint64_t good = 0, bad = 0;
+};
+
+ReadResult ReadAll(const std::string& path, CriteoReaderOptions options,
+                   size_t batch_rows = 7) {
+  ReadResult result;
+  auto reader = CriteoReader::Open(path, options);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return result;
+  Batch batch;
+  while ((*reader)->NextBatch(batch_rows, &batch)) {
+    EXPECT_LE(batch.size(), batch_rows);
+    EXPECT_EQ(batch.offsets.size(), batch.size() + 1);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      result.rows.push_back(
+          {batch.labels[i],
+           std::vector<uint64_t>(batch.signs.begin() + batch.offsets[i],
+                                 batch.signs.begin() + batch.offsets[i + 1])});
+    }
+  }
+  EXPECT_EQ(batch.size(), 0u);
+  EXPECT_EQ((*reader)->fraction_done(), 1.0);
+  result.good = (*reader)->good_rows();
+  result.bad = (*reader)->bad_rows();
+  EXPECT_EQ(result.good, result.rows.size());
+  return result;
+}
+
+uint64_t IntSign(uint32_t slot, const std::string& bucket) {
+  return FeatureSign(slot, "b" + bucket);
+}
+
+// --- ParseCriteoLine --------------------------------------------------------
+
+TEST(ParseCriteoLineTest, BucketsIntegers) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"0", "0"},
+      {"1", "1"},
+      {"2", "2"},
+      {"-5", "-5"},
+      {"-1", "-1"},
+      {"3", "1"},  // floor(ln(3)^2) = 1
+      {"4", "1"},
+      {"5", "2"},
+      {"10", "5"},                      // ln(10)^2 = 5.30
+      {"1000", "47"},                   // ln(1000)^2 = 47.7
+      {"9223372036854775807", "1906"},  // ln(2^63-1)^2 = 1906.9
+      {"-9223372036854775808", "-9223372036854775808"},
+  };
+  for (const auto& [value, bucket] : cases) {
+    std::vector<uint64_t> signs;
+    float label = -1;
+    ASSERT_TRUE(ParseCriteoLine(MakeLine("1", {"", "", value}, {}), true,
+                                &label, &signs)
+                    .ok())
+        << value;
+    EXPECT_EQ(label, 1.0f);
+    ASSERT_EQ(signs.size(), 1u) << value;
+    EXPECT_EQ(signs[0], IntSign(3, bucket)) << value << " -> b" << bucket;
+  }
+}
+
+TEST(ParseCriteoLineTest, SlotsAndEmptyFields) {
+  std::vector<uint64_t> signs = {42};  // appended to, not replaced
+  float label = -1;
+  const std::string line =
+      MakeLine("0", {"7", "", "", "", "", "", "", "", "", "", "", "", "-2"},
+               {"05db9164", "", "x", "", "", "", "", "", "", "", "", "", "",
+                "",         "", "",  "", "", "", "", "", "", "", "", "", "ab"});
+  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &signs).ok());
+  EXPECT_EQ(label, 0.0f);
+  EXPECT_EQ(signs, (std::vector<uint64_t>{
+                       42, IntSign(1, "3"), IntSign(13, "-2"),
+                       FeatureSign(14, "05db9164"), FeatureSign(16, "x"),
+                       FeatureSign(39, "ab")}));
+}
+
+TEST(ParseCriteoLineTest, AllEmptyRowHasNoSigns) {
+  std::vector<uint64_t> signs;
+  float label = -1;
+  ASSERT_TRUE(
+      ParseCriteoLine(MakeLine("1", {}, {}), true, &label, &signs).ok());
+  EXPECT_EQ(label, 1.0f);
+  EXPECT_TRUE(signs.empty());
+}
+
+TEST(ParseCriteoLineTest, UnlabeledAndCarriageReturn) {
+  std::string line = MakeLine("1", {"5"}, {"abc"});
+  std::string unlabeled = line.substr(2) + "\r";  // drop "1\t", add CR
+  std::vector<uint64_t> labeled_signs, signs;
+  float label = -1;
+  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &labeled_signs).ok());
+  ASSERT_TRUE(ParseCriteoLine(unlabeled, false, &label, &signs).ok());
+  EXPECT_EQ(label, 0.0f);
+  EXPECT_EQ(signs, labeled_signs);
+  // The CR is not part of the last token.
+  signs.clear();
+  ASSERT_TRUE(ParseCriteoLine(line + "\r", true, &label, &signs).ok());
+  EXPECT_EQ(signs, labeled_signs);
+}
+
+TEST(ParseCriteoLineTest, Errors) {
+  struct Case {
+    std::string line;
+    bool labeled;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"0\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11", true,
+       "expected 40 tab-separated fields, got 12"},
+      {"", true, "expected 40 tab-separated fields, got 1"},
+      {MakeLine("0", {}, {}) + "\textra", true,
+       "expected 40 tab-separated fields, got 41"},
+      {MakeLine("0", {}, {}), false,
+       "expected 39 tab-separated fields, got 40"},
+      {MakeLine("7", {}, {}), true, "label: expected 0 or 1, got \"7\""},
+      {MakeLine("", {}, {}), true, "label: expected 0 or 1, got \"\""},
+      {MakeLine("01", {}, {}), true, "label: expected 0 or 1, got \"01\""},
+      {MakeLine("0", {"", "", "x"}, {}), true,
+       "field I3: expected integer, got \"x\""},
+      {MakeLine("0", {"12a"}, {}), true,
+       "field I1: expected integer, got \"12a\""},
+      {MakeLine("0", {"", "", "", "", "", "", "", "", "", "", "", "", "1.5"},
+                {}),
+       true, "field I13: expected integer, got \"1.5\""},
+      {MakeLine("0", {"+3"}, {}), true,
+       "field I1: expected integer, got \"+3\""},
+      {MakeLine("0", {"-"}, {}), true, "field I1: expected integer, got \"-\""},
+      {MakeLine("0", {"99999999999999999999"}, {}), true,
+       "field I1: expected integer, got \"99999999999999999999\""},
+      {MakeLine("0", {" 3"}, {}), true,
+       "field I1: expected integer, got \" 3\""},
+  };
+  for (const Case& c : cases) {
+    std::vector<uint64_t> signs = {1, 2, 3};
+    float label = -1;
+    const absl::Status status =
+        ParseCriteoLine(c.line, c.labeled, &label, &signs);
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << c.line;
+    EXPECT_EQ(status.message(), c.message) << c.line;
+    EXPECT_EQ(signs, (std::vector<uint64_t>{1, 2, 3})) << "signs changed";
+  }
+}
+
+TEST(ParseCriteoLineTest, LongBadFieldIsTruncatedInMessage) {
+  std::vector<uint64_t> signs;
+  float label;
+  const absl::Status status = ParseCriteoLine(
+      MakeLine("0", {std::string(1000, 'z')}, {}), true, &label, &signs);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_LT(status.message().size(), 100u);
+}
+
+// --- Real fixtures
+// ------------------------------------------------------------
+
+TEST(CriteoFixtureTest, Labeled100) {
+  const std::string path = Fixture("fixture_100.tsv");
+  if (path.empty()) {
+    GTEST_SKIP() << "fixture $SAMPAN_DATA_DIR/criteo/fixture_100.tsv not "
+                    "found (set SAMPAN_DATA_DIR, e.g. "
+                    "--test_env=SAMPAN_DATA_DIR=/work/shared/data)";
+  }
+  const ReadResult r = ReadAll(path, {}, 32);
+  ASSERT_EQ(r.rows.size(), 100u);
+  EXPECT_EQ(r.bad, 0u);
+  size_t positives = 0, signs = 0;
+  for (const Row& row : r.rows) {
+    positives += row.label == 1.0f;
+    signs += row.signs.size();
+  }
+  EXPECT_EQ(positives, 29u);
+  EXPECT_EQ(signs, 3343u);  // non-empty fields, counted with awk
+
+  // Line 1: I3, I4, I12, I13 and 10 categorical fields are empty.
+  const Row& first = r.rows[0];
+  EXPECT_EQ(first.label, 0.0f);
+  ASSERT_EQ(first.signs.size(), 9u + 16u);
+  EXPECT_EQ(first.signs[0], IntSign(1, "2"));
+  EXPECT_EQ(first.signs[1], IntSign(2, "0"));
+  EXPECT_EQ(first.signs[2], IntSign(5, "47"));  // I5 = 957
+  EXPECT_EQ(first.signs[9], FeatureSign(14, "05db9164"));
+  EXPECT_EQ(first.signs.back(), FeatureSign(36, "32c7478e"));  // C23
+  // Line 3: 4 integer fields empty, every categorical field present.
+  EXPECT_EQ(r.rows[2].signs.size(), 9u + 26u);
+  // Line 15: I2 = -1.
+  const Row& negative = r.rows[14];
+  EXPECT_EQ(negative.signs.size(), 10u + 21u);
+  EXPECT_EQ(negative.signs[1], IntSign(2, "-1"));
+}
+
+TEST(CriteoFixtureTest, Unlabeled200) {
+  const std::string path = Fixture("fixture_unlabeled_200.tsv");
+  if (path.empty()) {
+    GTEST_SKIP() << "fixture $SAMPAN_DATA_DIR/criteo/fixture_unlabeled_200.tsv "
+                    "not found (set SAMPAN_DATA_DIR, e.g. "
+                    "--test_env=SAMPAN_DATA_DIR=/work/shared/data)";
+  }
+  CriteoReaderOptions options;
+  options.labeled = false;
+  const ReadResult r = ReadAll(path, options, 64);
+  ASSERT_EQ(r.rows.size(), 200u);
+  EXPECT_EQ(r.bad, 0u);
+  size_t signs = 0;
+  for (const Row& row : r.rows) {
+    EXPECT_EQ(row.label, 0.0f);
+    signs += row.signs.size();
+  }
+  EXPECT_EQ(signs, 6770u);
+  EXPECT_EQ(r.rows[0].signs.size(), 12u + 25u);
+  EXPECT_EQ(r.rows[0].signs[0], IntSign(1, "1"));
+
+  // Read as labeled, every line is one field short.
+  const ReadResult wrong = ReadAll(path, {}, 64);
+  EXPECT_EQ(wrong.rows.size(), 0u);
+  EXPECT_EQ(wrong.bad, 200u);
+}
+
+// --- CriteoReader on temporary files -----------------------------------------
+
+TEST(CriteoReaderTest, OpenErrors) {
+  auto missing = CriteoReader::Open(TempPath("does_not_exist.tsv"), {});
+  EXPECT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("does_not_exist.tsv"));
+  const std::string path = TempPath("open_errors.tsv");
+  WriteFile(path, MakeLine("0", {}, {}) + "\n");
+  CriteoReaderOptions options;
+  options.part = 2;
+  options.num_parts = 2;
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(CriteoReader::Open(path, options).status()));
+  options.part = 0;
+  options.num_parts = 0;
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(CriteoReader::Open(path, options).status()));
+}
+
+TEST(CriteoReaderTest, EmptyFile) {
+  const std::string path = TempPath("empty.tsv");
+  WriteFile(path, "");
+  for (int parts : {1, 3}) {
+    for (int part = 0; part < parts; ++part) {
+      CriteoReaderOptions options;
+      options.part = part;
+      options.num_parts = parts;
+      const ReadResult r = ReadAll(path, options);
+      EXPECT_EQ(r.good, 0u);
+      EXPECT_EQ(r.bad, 0u);
+    }
+  }
+}
+
+TEST(CriteoReaderTest, SkipsAndCountsBadLines) {
+  const std::string path = TempPath("bad_lines.tsv");
+  const std::string good = MakeLine("1", {"4"}, {"aa"});
+  WriteFile(path, good + "\n" +                          // line 1
+                      "0\tshort\n" +                     // line 2: bad
+                      good + "\r\n" +                    // line 3
+                      MakeLine("0", {"x"}, {}) + "\n" +  // line 4: bad
+                      "\n" +                             // line 5: bad
+                      MakeLine("2", {}, {}) + "\n" +     // line 6: bad
+                      good + "\n" +                      // line 7
+                      "\n");  // a blank last line is skipped silently
+  CriteoReaderOptions options;
+  options.max_logged_errors = 2;
+  testing::internal::CaptureStderr();
+  const ReadResult r = ReadAll(path, options, 2);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.good, 3u);
+  EXPECT_EQ(r.bad, 4u);
+  for (const Row& row : r.rows) {
+    EXPECT_EQ(row.label, 1.0f);
+    EXPECT_EQ(row.signs,
+              (std::vector<uint64_t>{IntSign(1, "1"), FeatureSign(14, "aa")}));
+  }
+  EXPECT_THAT(
+      log, HasSubstr(path + ":2: expected 40 tab-separated fields, got 2\n"));
+  EXPECT_THAT(log,
+              HasSubstr(path + ":4: field I1: expected integer, got \"x\"\n"));
+  EXPECT_THAT(log, Not(HasSubstr(":5:")));
+  EXPECT_THAT(log, Not(HasSubstr(":6:")));
+}
+
+TEST(CriteoReaderTest, LastLineWithoutNewline) {
+  const std::string path = TempPath("no_newline.tsv");
+  const std::string good = MakeLine("1", {"4"}, {"aa"});
+  WriteFile(path, good + "\n" + good);
+  const ReadResult r = ReadAll(path, {});
+  EXPECT_EQ(r.good, 2u);
+  EXPECT_EQ(r.bad, 0u);
+}
+
+TEST(CriteoReaderTest, LongLinesGrowTheBuffer) {
+  const std::string path = TempPath("long_line.tsv");
+  const std::string good = MakeLine("0", {"4"}, {"aa"});
+  const std::string huge = MakeLine("1", {"4"}, {std::string(9 << 20, 'q')});
+  WriteFile(path, good + "\n" + huge + "\n" + good + "\n");
+  const ReadResult r = ReadAll(path, {});
+  ASSERT_EQ(r.good, 3u);
+  EXPECT_EQ(r.rows[1].label, 1.0f);
+  EXPECT_EQ(r.rows[1].signs[1], FeatureSign(14, std::string(9 << 20, 'q')));
+}
+
+// A file of rows of varied length with a few bad ones, a CRLF line and no
+// trailing newline.
+std::string SplitTestFile() {
+  std::string contents;
+  uint64_t x = 7;
+  for (int i = 0; i < 500; ++i) {
+    x = Mix64(x + i);
+    std::vector<std::string> ints, cats;
+    for (int f = 0; f < kCriteoIntFields; ++f) {
+      ints.push_back((x >> f) & 1 ? std::to_string((x >> (f + 3)) % 5000) : "");
+    }
+    const int width = 1 + static_cast<int>(x % 40);
+    for (int f = 0; f < kCriteoCatFields; ++f) {
+      cats.push_back((x >> (f + 20)) & 1
+                         ? std::to_string(Mix64(x + f)).substr(0, width)
+                         : "");
+    }
+    std::string line = MakeLine((x >> 60) & 1 ? "1" : "0", ints, cats);
+    if (i % 97 == 13) line = "1\tbad\tline";
+    if (i == 200) line += "\r";
+    if (i > 0) contents += "\n";
+    contents += line;
+  }
+  return contents;
+}
+
+TEST(CriteoReaderTest, PartsReadEveryRowExactlyOnce) {
+  const std::string path = TempPath("split.tsv");
+  WriteFile(path, SplitTestFile());
+  CriteoReaderOptions quiet;
+  quiet.max_logged_errors = 0;
+  testing::internal::CaptureStderr();
+  const ReadResult whole = ReadAll(path, quiet);
+  testing::internal::GetCapturedStderr();
+  ASSERT_EQ(whole.bad, 6u);
+  ASSERT_EQ(whole.good, 494u);
+
+  for (int parts : {1, 2, 3, 7, 64}) {
+    ReadResult joined;
+    for (int part = 0; part < parts; ++part) {
+      CriteoReaderOptions options = quiet;
+      options.part = part;
+      options.num_parts = parts;
+      testing::internal::CaptureStderr();
+      const ReadResult r = ReadAll(path, options, 5);
+      testing::internal::GetCapturedStderr();
+      joined.rows.insert(joined.rows.end(), r.rows.begin(), r.rows.end());
+      joined.good += r.good;
+      joined.bad += r.bad;
+    }
+    EXPECT_EQ(joined.good, whole.good) << parts << " parts";
+    EXPECT_EQ(joined.bad, whole.bad) << parts << " parts";
+    EXPECT_TRUE(joined.rows == whole.rows) << parts << " parts";
+  }
+}
+
+TEST(CriteoReaderTest, MorePartsThanBytes) {
+  const std::string path = TempPath("tiny.tsv");
+  const std::string a = MakeLine("0", {}, {"a"}), b = MakeLine("1", {}, {"b"});
+  WriteFile(path, a + "\n" + b + "\n");
+  const int parts = static_cast<int>(a.size() + b.size()) + 10;
+  std::vector<Row> rows;
+  for (int part = 0; part < parts; ++part) {
+    CriteoReaderOptions options;
+    options.part = part;
+    options.num_parts = parts;
+    const ReadResult r = ReadAll(path, options);
+    EXPECT_EQ(r.bad, 0u);
+    rows.insert(rows.end(), r.rows.begin(), r.rows.end());
+  }
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].label, 0.0f);
+  EXPECT_EQ(rows[1].label, 1.0f);
+}
+
+TEST(CriteoReaderTest, PartsReportAbsoluteLineNumbers) {
+  const std::string path = TempPath("split_lines.tsv");
+  const std::string good = MakeLine("0", {"1"}, {"aa"});
+  std::string contents;
+  for (int i = 1; i <= 30; ++i) contents += (i == 25 ? "bad" : good) + "\n";
+  WriteFile(path, contents);
+  CriteoReaderOptions options;
+  options.part = 2;
+  options.num_parts = 3;
+  testing::internal::CaptureStderr();
+  const ReadResult r = ReadAll(path, options);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.good, 9u);
+  EXPECT_EQ(r.bad, 1u);
+  EXPECT_EQ(log, path + ":25: expected 40 tab-separated fields, got 1\n");
+}
+
+TEST(CriteoReaderTest, FractionDoneGrows) {
+  const std::string path = TempPath("fraction.tsv");
+  std::string contents;
+  for (int i = 0; i < 100; ++i) contents += MakeLine("0", {"1"}, {"aa"}) + "\n";
+  WriteFile(path, contents);
+  auto reader = CriteoReader::Open(path, {});
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->fraction_done(), 0.0);
+  Batch batch;
+  ASSERT_TRUE((*reader)->NextBatch(50, &batch));
+  EXPECT_NEAR((*reader)->fraction_done(), 0.5, 0.01);
+  ASSERT_TRUE((*reader)->NextBatch(50, &batch));
+  EXPECT_FALSE((*reader)->NextBatch(50, &batch));
+  EXPECT_EQ((*reader)->fraction_done(), 1.0);
+}
+
+}  // namespace
+}  // namespace sampan
