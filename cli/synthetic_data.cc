@@ -14,8 +14,9 @@ namespace {
 // The parameters line identifies a generated data set; the metrics line
 // carries what the planted model scores on its test rows.
 std::string ParamsLine(const SyntheticDataConfig& s) {
-  return absl::StrFormat("rows=%d seed=%d test_fraction=%.6f format=1",
-                         s.rows(), s.seed(), s.test_fraction());
+  return absl::StrFormat("rows=%d seed=%d test_fraction=%.6f version=%d",
+                         s.rows(), s.seed(), s.test_fraction(),
+                         kSyntheticVersion);
 }
 
 }  // namespace
