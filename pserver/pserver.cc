@@ -66,12 +66,18 @@ class SparseTableImpl final : public ps::SparseTable::Service {
     // Copy the gradients out: bytes fields carry no alignment guarantee.
     std::vector<float> grads(req->grads().size() / sizeof(float));
     std::memcpy(grads.data(), req->grads().data(), req->grads().size());
-    absl::Status applied = table_->Push(
-        req->keys(), grads.data(), req->shows().data(), req->clicks().data());
+    PushBatch batch;
+    batch.keys = req->keys();
+    batch.grads = grads.data();
+    batch.shows = req->shows().data();
+    batch.clicks = req->clicks().data();
+    batch.writer_id = req->trainer_id();
+    batch.sequence = req->sequence();
+    absl::StatusOr<PushResult> applied = table_->Push(batch);
     if (!applied.ok()) {
-      return Invalid(absl::StrCat("Push: ", applied.message()));
+      return Invalid(absl::StrCat("Push: ", applied.status().message()));
     }
-    resp->set_applied(req->keys_size());
+    resp->set_applied(applied->applied_keys);
     pushes_.fetch_add(1, std::memory_order_relaxed);
     pushed_keys_.fetch_add(req->keys_size(), std::memory_order_relaxed);
     return Status::OK;

@@ -51,25 +51,34 @@ class MemoryTable final : public SparseTable {
     });
   }
 
-  absl::Status Push(absl::Span<const uint64_t> keys, const float* grads,
-                    const float* shows, const float* clicks) override {
-    const size_t n = keys.size() * size_t{pull_dim()};
+  absl::StatusOr<PushResult> Push(const PushBatch& batch) override {
+    const size_t n = batch.keys.size() * size_t{pull_dim()};
     for (size_t i = 0; i < n; ++i) {
-      if (!std::isfinite(grads[i])) {
+      if (!std::isfinite(batch.grads[i])) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "gradient of key ", keys[i / pull_dim()], " is not finite"));
+            "gradient of key ", batch.keys[i / pull_dim()], " is not finite"));
       }
     }
-    ForEachShard(keys, [&](Shard& shard, absl::Span<const uint32_t> idx) {
+    PushResult result;
+    ForEachShard(batch.keys, [&](Shard& shard, absl::Span<const uint32_t> idx) {
       absl::MutexLock lock(&shard.mu);
-      for (uint32_t i : idx) {
-        float* row = FindOrCreate(shard, keys[i]);
-        row[kShow] += shows[i];
-        row[kClick] += clicks[i];
-        Apply(row, grads + size_t{i} * pull_dim());
+      if (batch.sequence != 0) {
+        uint64_t& last = shard.last_sequence[batch.writer_id];
+        if (batch.sequence <= last) {
+          result.duplicate_keys += idx.size();
+          return;
+        }
+        last = batch.sequence;
       }
+      for (uint32_t i : idx) {
+        float* row = FindOrCreate(shard, batch.keys[i]);
+        row[kShow] += batch.shows[i];
+        row[kClick] += batch.clicks[i];
+        Apply(row, batch.grads + size_t{i} * pull_dim());
+      }
+      result.applied_keys += idx.size();
     });
-    return absl::OkStatus();
+    return result;
   }
 
   TableStats Stats() const override {
@@ -89,6 +98,8 @@ class MemoryTable final : public SparseTable {
     mutable absl::Mutex mu;
     absl::flat_hash_map<uint64_t, uint32_t> index ABSL_GUARDED_BY(mu);
     std::vector<float> arena ABSL_GUARDED_BY(mu);
+    // Last applied push sequence per writer (exactly-once).
+    absl::flat_hash_map<uint64_t, uint64_t> last_sequence ABSL_GUARDED_BY(mu);
   };
 
   // Groups key positions by shard, then calls fn once per non-empty shard.

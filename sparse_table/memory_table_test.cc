@@ -8,6 +8,21 @@
 namespace sampan {
 namespace {
 
+absl::StatusOr<PushResult> PushRows(SparseTable& table,
+                                    absl::Span<const uint64_t> keys,
+                                    const float* grads, const float* shows,
+                                    const float* clicks, uint64_t writer = 0,
+                                    uint64_t sequence = 0) {
+  PushBatch batch;
+  batch.keys = keys;
+  batch.grads = grads;
+  batch.shows = shows;
+  batch.clicks = clicks;
+  batch.writer_id = writer;
+  batch.sequence = sequence;
+  return table.Push(batch);
+}
+
 TableOptions SmallOptions(OptimizerRule rule, uint32_t dim) {
   TableOptions o;
   o.num_shards = 4;
@@ -49,7 +64,7 @@ TEST(MemoryTableTest, SgdArithmetic) {
   std::vector<float> before(3), after(3);
   table->Pull(key, true, before.data());
   const float grad[] = {1.0f, 0.2f, -0.4f}, show = 1, click = 0;
-  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
   table->Pull(key, true, after.data());
   EXPECT_FLOAT_EQ(after[0], before[0] - 0.5f * 1.0f);
   EXPECT_FLOAT_EQ(after[1], before[1] - 0.5f * 0.2f);
@@ -62,14 +77,14 @@ TEST(MemoryTableTest, AdagradArithmetic) {
   std::vector<float> before(3), after(3);
   table->Pull(key, true, before.data());
   const float grad[] = {2.0f, 3.0f, 1.0f}, show = 1, click = 1;
-  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
   table->Pull(key, true, after.data());
   // w: g2 = 1 + 4 = 5.  v: g2 = 1 + (9 + 1) / 2 = 6 (one sum per embedding).
   EXPECT_FLOAT_EQ(after[0], before[0] - 0.5f * 2.0f / std::sqrt(5.0f));
   EXPECT_FLOAT_EQ(after[1], before[1] - 0.5f * 3.0f / std::sqrt(6.0f));
   EXPECT_FLOAT_EQ(after[2], before[2] - 0.5f * 1.0f / std::sqrt(6.0f));
   // A second push sees the accumulated sums: w g2 = 5 + 4 = 9.
-  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
   std::vector<float> again(3);
   table->Pull(key, true, again.data());
   EXPECT_FLOAT_EQ(again[0], after[0] - 0.5f * 2.0f / 3.0f);
@@ -80,7 +95,7 @@ TEST(MemoryTableTest, LogisticRegressionTableHasNoEmbedding) {
   EXPECT_EQ(table->pull_dim(), 1u);
   const uint64_t key[] = {1};
   const float grad[] = {-1.0f}, show = 1, click = 1;
-  ASSERT_TRUE(table->Push(key, grad, &show, &click).ok());
+  ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
   float w = 0;
   table->Pull(key, false, &w);
   EXPECT_FLOAT_EQ(w, 0.5f);
@@ -91,7 +106,7 @@ TEST(MemoryTableTest, NonFiniteGradientIsRejectedAndChangesNothing) {
   const uint64_t keys[] = {1, 2};
   const float grads[] = {1.0f, 1.0f, NAN, 0.0f}, shows[] = {1, 1},
               clicks[] = {0, 0};
-  absl::Status s = table->Push(keys, grads, shows, clicks);
+  absl::Status s = PushRows(*table, keys, grads, shows, clicks).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(table->Stats().rows, 0u);
 }
@@ -107,7 +122,8 @@ TEST(MemoryTableTest, ConcurrentPushesAllLand) {
       for (int i = 0; i < 64; ++i) keys[i] = i;
       for (int r = 0; r < kRounds; ++r) {
         ASSERT_TRUE(
-            table->Push(keys, grads.data(), ones.data(), zeros.data()).ok());
+            PushRows(*table, keys, grads.data(), ones.data(), zeros.data())
+                .ok());
       }
     });
   }
@@ -118,6 +134,29 @@ TEST(MemoryTableTest, ConcurrentPushesAllLand) {
   table->Pull(keys, false, w.data());
   // Every one of the 2,000 pushes adds 0.5 * 0.002 = 0.001 to each weight.
   for (float v : w) EXPECT_NEAR(v, 2.0f, 1e-3f);
+}
+
+TEST(MemoryTableTest, ReplayedSequenceIsAppliedOnce) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kSgd, 0));
+  std::vector<uint64_t> keys(50);
+  for (int i = 0; i < 50; ++i) keys[i] = 1000 + i;  // spans all 4 shards
+  std::vector<float> grads(50, -1.0f), ones(50, 1.0f), zeros(50, 0.0f);
+  auto push = [&](uint64_t writer, uint64_t seq) {
+    auto r = PushRows(*table, keys, grads.data(), ones.data(), zeros.data(),
+                      writer, seq);
+    EXPECT_TRUE(r.ok());
+    return *r;
+  };
+  EXPECT_EQ(push(7, 1).applied_keys, 50u);
+  PushResult replay = push(7, 1);
+  EXPECT_EQ(replay.applied_keys, 0u);
+  EXPECT_EQ(replay.duplicate_keys, 50u);
+  EXPECT_EQ(push(7, 2).applied_keys, 50u);
+  EXPECT_EQ(push(8, 1).applied_keys, 50u);  // another writer, own sequence
+  EXPECT_EQ(push(7, 0).applied_keys, 50u);  // untracked: always applied
+  std::vector<float> w(50);
+  table->Pull(keys, false, w.data());
+  for (float v : w) EXPECT_FLOAT_EQ(v, 4 * 0.5f);  // 4 applied pushes
 }
 
 }  // namespace

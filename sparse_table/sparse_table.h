@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 namespace sampan {
@@ -42,6 +43,24 @@ struct TableOptions {
   float l2 = 0.0f;
 };
 
+// One push: keys.size() gradient rows of pull_dim() floats, and per-key
+// impressions and clicks. The arrays are borrowed for the call only.
+struct PushBatch {
+  absl::Span<const uint64_t> keys;
+  const float* grads = nullptr;
+  const float* shows = nullptr;
+  const float* clicks = nullptr;
+  // Identifies the writer (a trainer incarnation); sequence 0 = untracked.
+  uint64_t writer_id = 0;
+  uint64_t sequence = 0;
+};
+
+struct PushResult {
+  uint64_t applied_keys = 0;
+  // Keys skipped because their shard had already applied this sequence.
+  uint64_t duplicate_keys = 0;
+};
+
 struct TableStats {
   uint64_t rows = 0;
   uint64_t memory_bytes = 0;
@@ -61,10 +80,14 @@ class SparseTable {
                     float* out) = 0;
 
   // Applies one gradient row (pull_dim() floats) per key and adds `shows`
-  // and `clicks` (one per key) to the row's statistics. Creates missing rows.
+  // and `clicks` (one per key) to the row's statistics, creating missing
+  // rows. Exactly once: when batch.sequence > 0, each shard the batch touches
+  // applies it only if the sequence is above the last one it applied for
+  // batch.writer_id, and records it with the rows it changed; a replay
+  // changes nothing. Writers must therefore send their pushes to a table in
+  // sequence order (PsClient keeps one push in flight per pserver).
   // InvalidArgument if a gradient is NaN or infinite; nothing is applied then.
-  virtual absl::Status Push(absl::Span<const uint64_t> keys, const float* grads,
-                            const float* shows, const float* clicks) = 0;
+  virtual absl::StatusOr<PushResult> Push(const PushBatch& batch) = 0;
 
   virtual TableStats Stats() const = 0;
 };
