@@ -17,10 +17,13 @@
 #include "common/config.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
 #include "google/protobuf/text_format.h"
 #include "pserver/pserver.h"
+#include "sparse_table/job_options.h"
+#include "trainer/local_job.h"
 #include "trainer/data/synthetic.h"
 #include "trainer/trainer.h"
 
@@ -35,11 +38,15 @@ commands:
   run JOB.yaml            run a whole job locally: coordinator, pservers and
                           trainers as child processes; prints test AUC
   validate JOB.yaml       check a job config; exit status 2 on any error
+  train-local JOB.yaml    train the job's model (any type, incl. DNN,
+                          WIDE_DEEP, DEEPFM, DCN_V2) in this process with an
+                          in-memory table; prints test AUC, logloss, COPC
   gen-data --out=DIR [--rows=N] [--seed=S] [--test_fraction=F]
                           write Criteo-shaped synthetic data from a planted
                           model (train.tsv, test.tsv, test.planted)
   coordinator --config=F [--port=P] [--port_file=F]
-  pserver --config=F --index=I --coordinator=HOST:PORT [--port=P]
+  pserver --config=F --index=I [--coordinator=HOST:PORT] [--port=P]
+          [--port_file=F] [--metrics_port=P]
   trainer --config=F --rank=R --coordinator=HOST:PORT
                           the processes `run` starts; --config takes the job
                           YAML or the resolved job.pbtxt that `run` writes
@@ -111,41 +118,76 @@ int CoordinatorMain(int argc, char** argv) {
   return s.ok() ? 0 : Fail(s);
 }
 
+// Serves this process's metrics when --metrics_port is given (0 = any).
+std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
+                                                 const std::string& host) {
+  if (!flags.Has("metrics_port")) return nullptr;
+  auto server =
+      MetricsServer::Start(host, IntFlagOrExit(flags, "metrics_port", 0));
+  if (!server.ok()) {
+    SAMPAN_LOG(ERROR) << server.status().message();
+    std::exit(1);
+  }
+  SAMPAN_LOG(INFO) << "metrics on http://" << host << ":" << (*server)->port()
+                   << "/metrics";
+  return std::move(*server);
+}
+
 int PserverMain(int argc, char** argv) {
   BlockTerminationSignals();
-  Invocation inv = ParseOrExit(argc, argv, {"index", "coordinator", "port"});
+  Invocation inv = ParseOrExit(
+      argc, argv,
+      {"index", "coordinator", "port", "port_file", "metrics_port"});
+  const ClusterConfig& cluster = inv.config.cluster();
   const int index = IntFlagOrExit(inv.flags, "index", -1);
-  if (index < 0 ||
-      index >= static_cast<int>(inv.config.cluster().num_pservers())) {
-    return ConfigError(absl::InvalidArgumentError(
-        absl::StrFormat("--index=%d out of range [0, %d)", index,
-                        inv.config.cluster().num_pservers())));
+  if (index < 0 || index >= static_cast<int>(cluster.num_pservers())) {
+    return ConfigError(absl::InvalidArgumentError(absl::StrFormat(
+        "--index=%d out of range [0, %d)", index, cluster.num_pservers())));
   }
   SetLogRole(absl::StrFormat("pserver-%d", index));
-  const ClusterConfig& cluster = inv.config.cluster();
-  CoordinatorClient coordinator(inv.flags.Get("coordinator"),
-                                absl::Seconds(cluster.rpc_deadline_seconds()),
-                                absl::Seconds(cluster.wait_timeout_seconds()));
-  auto service = NewSparseTableService(inv.config, index);
+  auto metrics = MaybeStartMetrics(inv.flags, cluster.host());
+  PserverOptions ps_options;
+  ps_options.index = index;
+  ps_options.num_pservers = cluster.num_pservers();
+  ps_options.num_shards = inv.config.table().num_shards();
+  ps_options.num_workers = cluster.pserver_threads();
+  absl::StatusOr<std::unique_ptr<SparseTable>> table =
+      NewTable(TableOptionsFromJob(inv.config, index));
+  if (!table.ok()) return Fail(table.status());
+  auto pserver = Pserver::Create(ps_options, std::move(*table));
+
   ServeOptions options;
   options.host = cluster.host();
   options.port = IntFlagOrExit(inv.flags, "port", 0);
+  options.port_file = inv.flags.Get("port_file");
+  // Without --coordinator the pserver serves standalone (benchmarks, tools).
+  std::unique_ptr<CoordinatorClient> coordinator;
+  if (inv.flags.Has("coordinator")) {
+    coordinator = std::make_unique<CoordinatorClient>(
+        inv.flags.Get("coordinator"),
+        absl::Seconds(cluster.rpc_deadline_seconds()),
+        absl::Seconds(cluster.wait_timeout_seconds()));
+  }
   std::string address;
   options.on_started = [&](const std::string& a) {
     address = a;
-    return coordinator.Register(coord::PSERVER, index, address);
+    if (!coordinator) return absl::OkStatus();
+    return coordinator->Register(coord::PSERVER, index, address);
   };
   options.on_tick = [&] {
+    if (!coordinator) return;
     coord::HeartbeatRequest req;
     req.set_role(coord::PSERVER);
     req.set_index(index);
-    absl::Status s = coordinator.Heartbeat(req);
+    absl::Status s = coordinator->Heartbeat(req);
     // A restarted coordinator has forgotten us: register again.
-    if (absl::IsNotFound(s))
-      s = coordinator.Register(coord::PSERVER, index, address);
+    if (absl::IsNotFound(s)) {
+      s = coordinator->Register(coord::PSERVER, index, address);
+    }
     if (!s.ok()) SAMPAN_LOG(WARNING) << s.message();
   };
-  absl::Status s = ServeUntilSignal(service.get(), options);
+  absl::Status s = ServeUntilSignal(pserver->service(), options);
+  pserver->Stop();
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -187,6 +229,17 @@ int RunMain(int argc, char** argv) {
   return RunLocalJob(*config);
 }
 
+int TrainLocalMain(int argc, char** argv) {
+  if (argc != 3) {
+    return ConfigError(
+        absl::InvalidArgumentError("usage: sampan train-local JOB.yaml"));
+  }
+  absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
+  if (!config.ok()) return ConfigError(config.status());
+  absl::Status s = TrainLocalJob(*config);
+  return s.ok() ? 0 : Fail(s);
+}
+
 int GenDataMain(int argc, char** argv) {
   absl::StatusOr<Flags> flags =
       Flags::Parse(argc, argv, 2, {"out", "rows", "seed", "test_fraction"});
@@ -219,6 +272,7 @@ int main(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "help";
   if (command == "run") return RunMain(argc, argv);
   if (command == "validate") return ValidateMain(argc, argv);
+  if (command == "train-local") return TrainLocalMain(argc, argv);
   if (command == "gen-data") return GenDataMain(argc, argv);
   if (command == "coordinator") return CoordinatorMain(argc, argv);
   if (command == "pserver") return PserverMain(argc, argv);

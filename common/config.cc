@@ -379,6 +379,7 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
       AtLeast("cluster.num_pservers", c.num_pservers(), 1),
       AtLeast("cluster.num_trainers", c.num_trainers(), 1),
       AtLeast("cluster.threads_per_trainer", c.threads_per_trainer(), 1),
+      AtLeast("cluster.pserver_threads", c.pserver_threads(), 1),
       c.host().empty() ? Invalid("cluster.host", "must not be empty")
                        : absl::OkStatus(),
       c.coordinator_port() > 65535
@@ -395,19 +396,38 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
 
 absl::Status ValidateModel(const ModelConfig& m) {
   if (m.type() == MODEL_UNSPECIFIED) {
-    return Invalid("model.type", "must be set (LR or FM)");
+    return Invalid("model.type",
+                   "must be set (LR, FM, DNN, WIDE_DEEP, DEEPFM or DCN_V2)");
   }
-  if (m.type() == FM && (m.embedding_dim() < 1 || m.embedding_dim() > 1024)) {
-    return Invalid(
-        "model.embedding_dim",
-        absl::StrCat("must be in [1, 1024] for FM, got ", m.embedding_dim()));
+  if (m.type() != LR &&
+      (m.embedding_dim() < 1 || m.embedding_dim() > 1024)) {
+    return Invalid("model.embedding_dim",
+                   absl::StrCat("must be in [1, 1024] for ",
+                                ModelType_Name(m.type()), ", got ",
+                                m.embedding_dim()));
   }
-  return absl::OkStatus();
+  if (m.type() == LR || m.type() == FM) return absl::OkStatus();
+  for (int i = 0; i < m.hidden_size(); ++i) {
+    if (m.hidden(i) < 1 || m.hidden(i) > 65536) {
+      return Invalid(absl::StrCat("model.hidden[", i, "]"),
+                     absl::StrCat("must be in [1, 65536], got ", m.hidden(i)));
+    }
+  }
+  if (m.type() == DCN_V2 && m.cross_layers() < 1) {
+    return Invalid("model.cross_layers", "must be >= 1 for DCN_V2");
+  }
+  const OptimizerType t = m.dense_optimizer().type();
+  if (t != SGD && t != ADAGRAD && t != ADAM) {
+    return Invalid("model.dense_optimizer.type", "must be SGD, ADAGRAD or ADAM");
+  }
+  return Positive("model.dense_optimizer.learning_rate",
+                  m.dense_optimizer().learning_rate());
 }
 
 absl::Status ValidateOptimizer(const OptimizerConfig& o) {
   if (o.type() == OPTIMIZER_UNSPECIFIED) {
-    return Invalid("table.optimizer.type", "must be set (SGD or ADAGRAD)");
+    return Invalid("table.optimizer.type",
+                   "must be set (SGD, ADAGRAD, ADAM or FTRL)");
   }
   // Adagrad divides by sqrt(accumulator); a zero start lets the first step
   // on a rare feature be arbitrarily large.
@@ -421,6 +441,39 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
       accumulator,
       NonNegative("table.optimizer.init_range", o.init_range()),
       NonNegative("table.optimizer.l2", o.l2()),
+      NonNegative("table.optimizer.l1", o.l1()),
+      o.type() == FTRL ? Positive("table.optimizer.ftrl_beta", o.ftrl_beta())
+                       : absl::OkStatus(),
+      o.beta1() < 0 || o.beta1() >= 1 || o.beta2() < 0 || o.beta2() >= 1
+          ? Invalid("table.optimizer.beta1/beta2", "must be in [0, 1)")
+          : absl::OkStatus(),
+      o.min_weight() > o.max_weight()
+          ? Invalid("table.optimizer.min_weight", "must be <= max_weight")
+          : absl::OkStatus(),
+  });
+}
+
+absl::Status ValidateStorage(const TableConfig& t) {
+  const AdmissionConfig& a = t.admission();
+  return FirstError({
+      t.backend() == BACKEND_UNSPECIFIED
+          ? Invalid("table.backend", "must be set (MEMORY or ROCKSDB)")
+          : absl::OkStatus(),
+      t.durability() == DURABILITY_UNSPECIFIED
+          ? Invalid("table.durability", "must be set (WAL or SYNC)")
+          : absl::OkStatus(),
+      t.backend() == ROCKSDB && t.hot_tier_bytes() < (1u << 20)
+          ? Invalid("table.hot_tier_bytes", "must be at least 1 MiB")
+          : absl::OkStatus(),
+      a.probability() <= 0 || a.probability() > 1
+          ? Invalid("table.admission.probability", "must be in (0, 1]")
+          : absl::OkStatus(),
+      a.min_pushes() > 255
+          ? Invalid("table.admission.min_pushes", "must be at most 255")
+          : absl::OkStatus(),
+      t.accessor().show_decay_rate() <= 0 || t.accessor().show_decay_rate() > 1
+          ? Invalid("table.accessor.show_decay_rate", "must be in (0, 1]")
+          : absl::OkStatus(),
   });
 }
 
@@ -432,7 +485,7 @@ absl::Status ValidateTable(const TableConfig& t, const ClusterConfig& c) {
                                 "cluster.num_pservers (",
                                 c.num_pservers(), "), got ", t.num_shards()));
   }
-  return ValidateOptimizer(t.optimizer());
+  return FirstError({ValidateOptimizer(t.optimizer()), ValidateStorage(t)});
 }
 
 absl::Status ValidateFiles(absl::string_view path,
@@ -521,8 +574,14 @@ JobConfig DefaultJobConfig() {
   cluster->set_heartbeat_timeout_seconds(10);
   cluster->set_rpc_deadline_seconds(10);
   cluster->set_wait_timeout_seconds(120);
+  cluster->set_pserver_threads(2);
   config.mutable_model()->set_type(FM);
   config.mutable_model()->set_embedding_dim(8);
+  config.mutable_model()->set_cross_layers(3);
+  OptimizerConfig* dense = config.mutable_model()->mutable_dense_optimizer();
+  dense->set_type(ADAM);
+  dense->set_learning_rate(0.001f);
+  dense->set_initial_accumulator(0.01f);
   TableConfig* table = config.mutable_table();
   table->set_num_shards(64);
   OptimizerConfig* optimizer = table->mutable_optimizer();
@@ -531,6 +590,20 @@ JobConfig DefaultJobConfig() {
   optimizer->set_initial_accumulator(0.01f);
   optimizer->set_init_range(0.01f);
   optimizer->set_l2(0);
+  optimizer->set_ftrl_beta(1);
+  optimizer->set_beta1(0.9f);
+  optimizer->set_beta2(0.999f);
+  optimizer->set_epsilon(1e-8f);
+  optimizer->set_non_finite(REJECT_BATCH);
+  table->set_backend(MEMORY);
+  table->set_hot_tier_bytes(uint64_t{1} << 30);
+  table->set_durability(WAL);
+  AccessorConfig* accessor = table->mutable_accessor();
+  accessor->set_nonclk_coeff(0.1f);
+  accessor->set_click_coeff(1);
+  accessor->set_show_decay_rate(0.98f);
+  accessor->set_delete_after_unseen_days(30);
+  table->mutable_admission()->set_probability(1);
   DataConfig* data = config.mutable_data();
   data->set_format(CRITEO_TSV);
   data->set_batch_size(1024);

@@ -139,7 +139,8 @@ TEST(ConfigTest, UnknownTopLevelKey) {
 TEST(ConfigTest, UnknownNestedKey) {
   EXPECT_EQ(ParseError("model:\n  type: FM\n  embeding_dim: 4\n"),
             "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
-            "(expected one of: type, embedding_dim, hidden)");
+            "(expected one of: type, embedding_dim, hidden, cross_layers, "
+            "dense_optimizer, num_fields)");
 }
 
 TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {
@@ -159,8 +160,9 @@ TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {
 }
 
 TEST(ConfigTest, WrongEnumNameListsValidNames) {
-  EXPECT_EQ(ParseError("model:\n  type: DNN\n"),
-            "job.yaml:2: model.type: expected one of LR, FM, got \"DNN\"");
+  EXPECT_EQ(ParseError("model:\n  type: XDEEP\n"),
+            "job.yaml:2: model.type: expected one of LR, FM, DNN, WIDE_DEEP, "
+            "DEEPFM, DCN_V2, got \"XDEEP\"");
   // The proto3 "not set" value is not a choice.
   EXPECT_THAT(ParseError("model:\n  type: MODEL_UNSPECIFIED\n"),
               HasSubstr("expected one of LR, FM"));

@@ -1,17 +1,20 @@
 #include "pserver/pserver.h"
 
-#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/hash.h"
-#include "sparse_table/sparse_table.h"
+#include "common/log.h"
+#include "pserver/metrics.h"
+#include "pserver/worker_pool.h"
 
 namespace sampan {
 namespace {
 
-using grpc::ServerContext;
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
 using grpc::Status;
 using grpc::StatusCode;
 
@@ -19,107 +22,153 @@ Status Invalid(const std::string& message) {
   return Status(StatusCode::INVALID_ARGUMENT, message);
 }
 
-TableOptions TableOptionsFromConfig(const JobConfig& config) {
-  TableOptions o;
-  o.num_shards = config.table().num_shards();
-  o.embedding_dim =
-      config.model().type() == LR ? 0 : config.model().embedding_dim();
-  const OptimizerConfig& opt = config.table().optimizer();
-  o.rule = opt.type() == SGD ? OptimizerRule::kSgd : OptimizerRule::kAdagrad;
-  o.learning_rate = opt.learning_rate();
-  o.initial_accumulator = opt.initial_accumulator();
-  o.init_range = opt.init_range();
-  o.l2 = opt.l2();
-  return o;
-}
-
-class SparseTableImpl final : public ps::SparseTable::Service {
+class PserverImpl final : public Pserver,
+                          public ps::SparseTable::CallbackService {
  public:
-  SparseTableImpl(const JobConfig& config, uint32_t index)
-      : num_shards_(config.table().num_shards()),
-        num_pservers_(config.cluster().num_pservers()),
-        index_(index),
-        table_(NewMemoryTable(TableOptionsFromConfig(config))) {}
+  PserverImpl(const PserverOptions& options, std::unique_ptr<SparseTable> table)
+      : options_(options),
+        table_(std::move(table)),
+        pool_(options.num_workers, options.max_queued_requests),
+        metrics_(PserverMetrics::Get()) {}
 
-  Status Pull(ServerContext*, const ps::PullRequest* req,
-              ps::PullResponse* resp) override {
-    if (Status s = CheckKeys("Pull", req->table_id(), req->keys()); !s.ok()) {
+  grpc::Service* service() override { return this; }
+
+  void Stop() override {
+    pool_.Stop();
+    // Dirty hot-tier rows reach the store now rather than by log replay.
+    if (absl::Status s = table_->Flush(); !s.ok()) {
+      SAMPAN_LOG(ERROR) << "flushing the table at shutdown: " << s.message();
+    }
+  }
+
+  ServerUnaryReactor* Pull(CallbackServerContext* context,
+                           const ps::PullRequest* req,
+                           ps::PullResponse* resp) override {
+    return Dispatch(context, Method::kPull,
+                    [this, req, resp] { return DoPull(*req, resp); });
+  }
+
+  ServerUnaryReactor* Push(CallbackServerContext* context,
+                           const ps::PushRequest* req,
+                           ps::PushResponse* resp) override {
+    return Dispatch(context, Method::kPush,
+                    [this, req, resp] { return DoPush(*req, resp); });
+  }
+
+  ServerUnaryReactor* Stats(CallbackServerContext* context,
+                            const ps::StatsRequest* req,
+                            ps::StatsResponse* resp) override {
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(DoStats(*req, resp));
+    return reactor;
+  }
+
+ private:
+  // Runs `work` on the pool and finishes the call with its status; refuses
+  // with RESOURCE_EXHAUSTED when the pool's queue is full.
+  template <typename Work>
+  ServerUnaryReactor* Dispatch(CallbackServerContext* context, Method method,
+                               Work work) {
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    const absl::Time start = absl::Now();
+    const bool queued = pool_.Submit([this, reactor, method, start, work] {
+      const Status status = work();
+      metrics_->Record(method, status, absl::Now() - start);
+      reactor->Finish(status);
+    });
+    metrics_->queue_depth->Set(pool_.queued());
+    if (!queued) {
+      const Status busy(StatusCode::RESOURCE_EXHAUSTED,
+                        "pserver overloaded: request queue full, retry later");
+      metrics_->Record(method, busy, absl::Now() - start);
+      reactor->Finish(busy);
+    }
+    return reactor;
+  }
+
+  Status DoPull(const ps::PullRequest& req, ps::PullResponse* resp) {
+    if (Status s = CheckKeys("Pull", req.table_id(), req.keys()); !s.ok()) {
       return s;
     }
     const uint32_t dim = table_->pull_dim();
     std::string* values = resp->mutable_values();
-    values->resize(size_t{req->keys_size()} * dim * sizeof(float));
-    table_->Pull(req->keys(), req->is_training(),
-                 reinterpret_cast<float*>(values->data()));
+    values->resize(size_t{static_cast<size_t>(req.keys_size())} * dim *
+                   sizeof(float));
+    absl::Status pulled =
+        table_->Pull(req.keys(), req.is_training(),
+                     reinterpret_cast<float*>(values->data()));
+    if (!pulled.ok()) {
+      // Storage failures are the server's, not the request's: the client may
+      // retry elsewhere or later.
+      return Status(StatusCode::UNAVAILABLE,
+                    absl::StrCat("Pull: table: ", pulled.message()));
+    }
     resp->set_row_dim(dim);
-    pulls_.fetch_add(1, std::memory_order_relaxed);
-    pulled_keys_.fetch_add(req->keys_size(), std::memory_order_relaxed);
+    metrics_->AddKeys(Method::kPull, req.keys_size(), values->size());
     return Status::OK;
   }
 
-  Status Push(ServerContext*, const ps::PushRequest* req,
-              ps::PushResponse* resp) override {
-    if (Status s = CheckKeys("Push", req->table_id(), req->keys()); !s.ok()) {
+  Status DoPush(const ps::PushRequest& req, ps::PushResponse* resp) {
+    if (Status s = CheckKeys("Push", req.table_id(), req.keys()); !s.ok()) {
       return s;
     }
-    if (Status s = CheckPushShapes(*req); !s.ok()) return s;
+    if (Status s = CheckPushShapes(req); !s.ok()) return s;
     // Copy the gradients out: bytes fields carry no alignment guarantee.
-    std::vector<float> grads(req->grads().size() / sizeof(float));
-    std::memcpy(grads.data(), req->grads().data(), req->grads().size());
+    std::vector<float> grads(req.grads().size() / sizeof(float));
+    std::memcpy(grads.data(), req.grads().data(), req.grads().size());
     PushBatch batch;
-    batch.keys = req->keys();
+    batch.keys = req.keys();
     batch.grads = grads.data();
-    batch.shows = req->shows().data();
-    batch.clicks = req->clicks().data();
-    batch.writer_id = req->trainer_id();
-    batch.sequence = req->sequence();
+    batch.shows = req.shows().data();
+    batch.clicks = req.clicks().data();
+    batch.writer_id = req.writer_id();
+    batch.sequence = req.sequence();
     absl::StatusOr<PushResult> applied = table_->Push(batch);
     if (!applied.ok()) {
+      metrics_->rejected_gradients->Increment();
       return Invalid(absl::StrCat("Push: ", applied.status().message()));
     }
     resp->set_applied(applied->applied_keys);
-    pushes_.fetch_add(1, std::memory_order_relaxed);
-    pushed_keys_.fetch_add(req->keys_size(), std::memory_order_relaxed);
+    metrics_->duplicate_keys->Increment(applied->duplicate_keys);
+    metrics_->AddKeys(Method::kPush, req.keys_size(), req.grads().size());
     return Status::OK;
   }
 
-  Status Stats(ServerContext*, const ps::StatsRequest* req,
-               ps::StatsResponse* resp) override {
-    if (req->table_id() != 0) {
-      return Invalid(absl::StrCat("Stats: unknown table_id ", req->table_id()));
+  Status DoStats(const ps::StatsRequest& req, ps::StatsResponse* resp) {
+    if (req.table_id() != 0) {
+      return Invalid(absl::StrCat("Stats: unknown table_id ", req.table_id()));
     }
     const TableStats stats = table_->Stats();
+    metrics_->table_rows->Set(stats.rows);
     resp->set_rows(stats.rows);
     resp->set_memory_bytes(stats.memory_bytes);
-    resp->set_pulls_total(pulls_.load());
-    resp->set_pushes_total(pushes_.load());
-    resp->set_pulled_keys_total(pulled_keys_.load());
-    resp->set_pushed_keys_total(pushed_keys_.load());
-    resp->set_num_shards(num_shards_);
-    for (uint32_t s = 0; s < num_shards_; ++s) {
-      if (PserverOfShard(s, num_pservers_) == index_) resp->add_owned_shards(s);
+    resp->set_num_shards(options_.num_shards);
+    for (uint32_t s = 0; s < options_.num_shards; ++s) {
+      if (PserverOfShard(s, options_.num_pservers) == options_.index) {
+        resp->add_owned_shards(s);
+      }
     }
     return Status::OK;
   }
 
- private:
   Status CheckKeys(const char* rpc, uint32_t table_id,
                    const google::protobuf::RepeatedField<uint64_t>& keys) {
     if (table_id != 0) {
       return Invalid(absl::StrCat(rpc, ": unknown table_id ", table_id,
                                   " (this job has table 0 only)"));
     }
-    if (keys.size() > static_cast<int>(kMaxKeysPerRequest)) {
+    if (static_cast<size_t>(keys.size()) > kMaxKeysPerRequest) {
       return Invalid(absl::StrCat(rpc, ": ", keys.size(),
                                   " keys exceed the limit of ",
                                   kMaxKeysPerRequest, " per request"));
     }
     for (uint64_t key : keys) {
-      const uint32_t shard = ShardOf(key, num_shards_);
-      if (PserverOfShard(shard, num_pservers_) != index_) {
-        return Invalid(absl::StrCat(
-            rpc, ": key ", key, " routes to shard ", shard, " of pserver ",
-            PserverOfShard(shard, num_pservers_), ", not pserver ", index_));
+      const uint32_t shard = ShardOf(key, options_.num_shards);
+      const uint32_t owner = PserverOfShard(shard, options_.num_pservers);
+      if (owner != options_.index) {
+        return Invalid(absl::StrCat(rpc, ": key ", key, " routes to shard ",
+                                    shard, " of pserver ", owner,
+                                    ", not pserver ", options_.index));
       }
     }
     return Status::OK;
@@ -142,16 +191,17 @@ class SparseTableImpl final : public ps::SparseTable::Service {
     return Status::OK;
   }
 
-  const uint32_t num_shards_, num_pservers_, index_;
+  const PserverOptions options_;
   std::unique_ptr<SparseTable> table_;
-  std::atomic<uint64_t> pulls_{0}, pushes_{0}, pulled_keys_{0}, pushed_keys_{0};
+  WorkerPool pool_;
+  PserverMetrics* metrics_;
 };
 
 }  // namespace
 
-std::unique_ptr<ps::SparseTable::Service> NewSparseTableService(
-    const JobConfig& config, uint32_t index) {
-  return std::make_unique<SparseTableImpl>(config, index);
+std::unique_ptr<Pserver> Pserver::Create(const PserverOptions& options,
+                                         std::unique_ptr<SparseTable> table) {
+  return std::make_unique<PserverImpl>(options, std::move(table));
 }
 
 }  // namespace sampan

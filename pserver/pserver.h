@@ -1,15 +1,24 @@
 // pserver: serves the shards of a sparse table over gRPC (proto/ps.proto).
 //
 // Pserver `index` owns the shards PserverOfShard() (common/hash.h) gives it,
-// and refuses keys
-// that route elsewhere: a misrouted key means a client with a stale spec, and
-// silently serving it would split one feature's row across two servers.
+// and refuses keys that route elsewhere: a misrouted key means a client with
+// a stale spec, and silently serving it would split one feature's row across
+// two servers.
 //
 // Requests are validated before anything is applied (table id, matching
 // lengths, size limit, ownership, finite gradients); a bad request gets
 // INVALID_ARGUMENT with a message naming the RPC and field, changes nothing,
-// and other clients carry on. Handlers run concurrently on gRPC's threads;
-// the table does its own per-shard locking.
+// and other clients carry on.
+//
+// Threading: gRPC's callback threads only parse and enqueue; a WorkerPool of
+// `num_workers` threads runs table work. A full queue answers
+// RESOURCE_EXHAUSTED (clients back off and retry). The table does its own
+// per-shard locking, so workers proceed in parallel on different shards.
+//
+// Pushes are exactly-once per (trainer_id, sequence) and shard, as the
+// table promises (sparse_table.h). A push is acknowledged only after the
+// table applied it, so with a durable table an acknowledged push survives a
+// crash.
 #ifndef SAMPAN_PSERVER_PSERVER_H_
 #define SAMPAN_PSERVER_PSERVER_H_
 
@@ -18,16 +27,37 @@
 
 #include "proto/job.pb.h"
 #include "proto/ps.grpc.pb.h"
+#include "sparse_table/sparse_table.h"
 
 namespace sampan {
 
-// The most keys one Pull or Push may carry.
+// The most keys one Pull or Push may carry; clients split larger batches.
 inline constexpr size_t kMaxKeysPerRequest = 1 << 20;
 
-// A service for pserver `index` of the job in `config`, with an in-memory
-// table built from config.table() and config.model().
-std::unique_ptr<ps::SparseTable::Service> NewSparseTableService(
-    const JobConfig& config, uint32_t index);
+struct PserverOptions {
+  uint32_t index = 0;
+  uint32_t num_pservers = 1;
+  uint32_t num_shards = 64;
+  // Threads running table work.
+  int num_workers = 2;
+  // Requests waiting for a worker before new ones are refused.
+  size_t max_queued_requests = 4096;
+};
+
+class Pserver {
+ public:
+  // Serves `table`. Registers its metrics in MetricsRegistry().
+  static std::unique_ptr<Pserver> Create(const PserverOptions& options,
+                                         std::unique_ptr<SparseTable> table);
+  virtual ~Pserver() = default;
+
+  // The gRPC service to register with a server.
+  virtual grpc::Service* service() = 0;
+
+  // Call after the gRPC server has shut down: runs the requests already
+  // accepted, stops the workers and flushes the table.
+  virtual void Stop() = 0;
+};
 
 }  // namespace sampan
 

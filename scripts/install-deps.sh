@@ -13,6 +13,7 @@ PACKAGES=(
   libgrpc++-dev
   libabsl-dev
   librocksdb-dev
+  rocksdb-tools
   libeigen3-dev
   libyaml-cpp-dev
   prometheus-cpp-dev
@@ -20,7 +21,15 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   zlib1g-dev
+  libgloo-dev
+  libopenmpi-dev
+  openmpi-bin
   python3
+  python3-grpcio
+  python3-grpc-tools
+  iperf3
+  prometheus
+  curl
   procps
 )
 

@@ -39,7 +39,7 @@ TEST(MemoryTableTest, EvalPullOfUnknownKeyIsZeroAndCreatesNothing) {
   ASSERT_EQ(table->pull_dim(), 4u);
   std::vector<float> out(8, 7.0f);
   const uint64_t keys[] = {11, 12};
-  table->Pull(keys, /*is_training=*/false, out.data());
+  ASSERT_TRUE(table->Pull(keys, /*is_training=*/false, out.data()).ok());
   for (float v : out) EXPECT_EQ(v, 0.0f);
   EXPECT_EQ(table->Stats().rows, 0u);
 }
@@ -49,8 +49,8 @@ TEST(MemoryTableTest, TrainingPullCreatesDeterministicRows) {
   auto b = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
   const uint64_t keys[] = {5, 6};
   std::vector<float> ra(8), rb(8);
-  a->Pull(keys, true, ra.data());
-  b->Pull(keys, true, rb.data());
+  ASSERT_TRUE(a->Pull(keys, true, ra.data()).ok());
+  ASSERT_TRUE(b->Pull(keys, true, rb.data()).ok());
   EXPECT_EQ(ra, rb);
   EXPECT_EQ(ra[0], 0.0f);  // w starts at zero
   for (int j = 1; j < 4; ++j) EXPECT_LE(std::abs(ra[j]), 0.1f);
@@ -62,10 +62,10 @@ TEST(MemoryTableTest, SgdArithmetic) {
   auto table = NewMemoryTable(SmallOptions(OptimizerRule::kSgd, 2));
   const uint64_t key[] = {42};
   std::vector<float> before(3), after(3);
-  table->Pull(key, true, before.data());
+  ASSERT_TRUE(table->Pull(key, true, before.data()).ok());
   const float grad[] = {1.0f, 0.2f, -0.4f}, show = 1, click = 0;
   ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
-  table->Pull(key, true, after.data());
+  ASSERT_TRUE(table->Pull(key, true, after.data()).ok());
   EXPECT_FLOAT_EQ(after[0], before[0] - 0.5f * 1.0f);
   EXPECT_FLOAT_EQ(after[1], before[1] - 0.5f * 0.2f);
   EXPECT_FLOAT_EQ(after[2], before[2] + 0.5f * 0.4f);
@@ -75,10 +75,10 @@ TEST(MemoryTableTest, AdagradArithmetic) {
   auto table = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 2));
   const uint64_t key[] = {42};
   std::vector<float> before(3), after(3);
-  table->Pull(key, true, before.data());
+  ASSERT_TRUE(table->Pull(key, true, before.data()).ok());
   const float grad[] = {2.0f, 3.0f, 1.0f}, show = 1, click = 1;
   ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
-  table->Pull(key, true, after.data());
+  ASSERT_TRUE(table->Pull(key, true, after.data()).ok());
   // w: g2 = 1 + 4 = 5.  v: g2 = 1 + (9 + 1) / 2 = 6 (one sum per embedding).
   EXPECT_FLOAT_EQ(after[0], before[0] - 0.5f * 2.0f / std::sqrt(5.0f));
   EXPECT_FLOAT_EQ(after[1], before[1] - 0.5f * 3.0f / std::sqrt(6.0f));
@@ -86,7 +86,7 @@ TEST(MemoryTableTest, AdagradArithmetic) {
   // A second push sees the accumulated sums: w g2 = 5 + 4 = 9.
   ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
   std::vector<float> again(3);
-  table->Pull(key, true, again.data());
+  ASSERT_TRUE(table->Pull(key, true, again.data()).ok());
   EXPECT_FLOAT_EQ(again[0], after[0] - 0.5f * 2.0f / 3.0f);
 }
 
@@ -97,7 +97,7 @@ TEST(MemoryTableTest, LogisticRegressionTableHasNoEmbedding) {
   const float grad[] = {-1.0f}, show = 1, click = 1;
   ASSERT_TRUE(PushRows(*table, key, grad, &show, &click).ok());
   float w = 0;
-  table->Pull(key, false, &w);
+  ASSERT_TRUE(table->Pull(key, false, &w).ok());
   EXPECT_FLOAT_EQ(w, 0.5f);
 }
 
@@ -131,7 +131,7 @@ TEST(MemoryTableTest, ConcurrentPushesAllLand) {
   std::vector<uint64_t> keys(64);
   for (int i = 0; i < 64; ++i) keys[i] = i;
   std::vector<float> w(64);
-  table->Pull(keys, false, w.data());
+  ASSERT_TRUE(table->Pull(keys, false, w.data()).ok());
   // Every one of the 2,000 pushes adds 0.5 * 0.002 = 0.001 to each weight.
   for (float v : w) EXPECT_NEAR(v, 2.0f, 1e-3f);
 }
@@ -155,8 +155,97 @@ TEST(MemoryTableTest, ReplayedSequenceIsAppliedOnce) {
   EXPECT_EQ(push(8, 1).applied_keys, 50u);  // another writer, own sequence
   EXPECT_EQ(push(7, 0).applied_keys, 50u);  // untracked: always applied
   std::vector<float> w(50);
-  table->Pull(keys, false, w.data());
+  ASSERT_TRUE(table->Pull(keys, false, w.data()).ok());
   for (float v : w) EXPECT_FLOAT_EQ(v, 4 * 0.5f);  // 4 applied pushes
+}
+
+TEST(MemoryTableTest, CountFilterAdmitsOnTheNthPush) {
+  TableOptions o = SmallOptions(OptimizerRule::kSgd, 2);
+  o.admit_after_pushes = 3;
+  auto table = NewMemoryTable(o);
+  const uint64_t key[] = {77};
+  const float grad[] = {-1, -1, -1}, show = 1, click = 0;
+  std::vector<float> out(3, 9.0f);
+  for (int push = 1; push <= 2; ++push) {
+    auto r = PushRows(*table, key, grad, &show, &click);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->unadmitted_keys, 1u);
+    ASSERT_TRUE(table->Pull(key, /*is_training=*/true, out.data()).ok());
+    EXPECT_EQ(out, std::vector<float>(3, 0.0f));  // not admitted: zeros
+    EXPECT_EQ(table->Stats().rows, 0u);
+  }
+  auto r = PushRows(*table, key, grad, &show, &click);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->applied_keys, 1u);
+  ASSERT_TRUE(table->Pull(key, false, out.data()).ok());
+  EXPECT_FLOAT_EQ(out[0], 0.5f);  // only the admitting push was applied
+  EXPECT_EQ(table->Stats().rows, 1u);
+  EXPECT_EQ(table->Stats().unadmitted_keys, 2u);
+}
+
+TEST(MemoryTableTest, ProbabilityFilterAdmitsAboutThatFraction) {
+  TableOptions o = SmallOptions(OptimizerRule::kSgd, 0);
+  o.admit_probability = 0.25f;
+  auto table = NewMemoryTable(o);
+  std::vector<uint64_t> keys(4000);
+  for (int i = 0; i < 4000; ++i) keys[i] = i;
+  std::vector<float> grads(4000, 1), ones(4000, 1), zeros(4000, 0);
+  auto r = PushRows(*table, keys, grads.data(), ones.data(), zeros.data());
+  ASSERT_TRUE(r.ok());
+  // Binomial(4000, 0.25): mean 1000, sd 27; the seed is fixed.
+  EXPECT_NEAR(static_cast<double>(r->applied_keys), 1000, 150);
+  EXPECT_EQ(r->applied_keys + r->unadmitted_keys, 4000u);
+  EXPECT_EQ(table->Stats().rows, r->applied_keys);
+}
+
+TEST(MemoryTableTest, SkipKeyPolicyAppliesTheFiniteKeysAndCounts) {
+  TableOptions o = SmallOptions(OptimizerRule::kSgd, 0);
+  o.non_finite = NonFinitePolicy::kSkipKey;
+  auto table = NewMemoryTable(o);
+  const uint64_t keys[] = {1, 2, 3};
+  const float grads[] = {-1, INFINITY, -1}, shows[] = {1, 1, NAN},
+              clicks[] = {0, 0, 0};
+  auto r = PushRows(*table, keys, grads, shows, clicks);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->applied_keys, 1u);
+  EXPECT_EQ(r->rejected_keys, 2u);
+  EXPECT_EQ(table->Stats().rejected_keys, 2u);
+  std::vector<float> w(3);
+  ASSERT_TRUE(table->Pull(keys, false, w.data()).ok());
+  EXPECT_EQ(w, (std::vector<float>{0.5f, 0, 0}));
+}
+
+TEST(MemoryTableTest, ShrinkDeletesByScore) {
+  TableOptions o = SmallOptions(OptimizerRule::kSgd, 0);
+  o.delete_threshold = 0.15f;
+  o.show_decay_rate = 0.9f;
+  auto table = NewMemoryTable(o);
+  std::vector<uint64_t> keys(20);
+  for (int i = 0; i < 20; ++i) keys[i] = i;
+  std::vector<float> grads(20, 1), shows(20, 1), clicks(20, 0);
+  for (int i = 0; i < 5; ++i) shows[i] = 2;  // score 0.18 after decay
+  ASSERT_TRUE(PushRows(*table, keys, grads.data(), shows.data(), clicks.data())
+                  .ok());
+  auto deleted = table->Shrink();
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, 15u);
+  EXPECT_EQ(table->Stats().rows, 5u);
+  // Freed slots are reused by new rows.
+  const uint64_t fresh[] = {100};
+  ASSERT_TRUE(PushRows(*table, fresh, grads.data(), shows.data(),
+                       clicks.data())
+                  .ok());
+  EXPECT_EQ(table->Stats().rows, 6u);
+}
+
+TEST(MemoryTableTest, DuplicateKeysInOnePushAccumulate) {
+  auto table = NewMemoryTable(SmallOptions(OptimizerRule::kSgd, 0));
+  const uint64_t keys[] = {5, 5};
+  const float grads[] = {-1, -1}, shows[] = {1, 1}, clicks[] = {0, 0};
+  ASSERT_TRUE(PushRows(*table, keys, grads, shows, clicks).ok());
+  float w = 0;
+  ASSERT_TRUE(table->Pull(absl::MakeConstSpan(keys, 1), false, &w).ok());
+  EXPECT_FLOAT_EQ(w, 1.0f);
 }
 
 }  // namespace

@@ -1,22 +1,26 @@
 // sparse_table: the embedding rows a parameter server hosts.
 //
-// A SparseTable maps feature signs (common/hash.h) to rows. A row is what the
-// accessor below lays out: statistics (show, click), the first-order weight w,
-// the embedding v[dim], and their Adagrad state. Pull returns only what the
-// model reads, [w, v[0..dim)], so pull_dim() == 1 + dim.
+// A SparseTable maps feature signs (common/hash.h) to rows whose layout the
+// CTR accessor (accessor.h) owns: show/click statistics, unseen age, the
+// first-order weight w, the embedding v[dim] (created only once the key's
+// score passes a threshold) and their optimizer state. Pull returns only what
+// the model reads, [w, v[0..dim)], so pull_dim() == 1 + dim.
 //
-// Thread safety: all methods may be called concurrently. Keys are spread
-// over shards by ShardOf(); each shard has its own lock, taken once per
-// request for all of that request's keys in the shard, so concurrent requests
-// touching different shards never contend.
+// Thread safety: all methods may be called concurrently. Keys are spread over
+// shards by ShardOf(); each shard has its own lock, taken once per request.
 //
-// Durability: this in-memory backend keeps nothing across restarts. The
-// RocksDB backend (a later change) is the durable one.
+// Durability: the memory backend keeps nothing across restarts. The RocksDB
+// backend writes every push as one RocksDB WriteBatch (the changed rows plus
+// the writer's sequence for each shard it touched) to the write-ahead log
+// before Push returns, so an acknowledged push survives a process crash
+// (kWal) or a machine crash (kSync), and a replayed push changes nothing.
 #ifndef SAMPAN_SPARSE_TABLE_SPARSE_TABLE_H_
 #define SAMPAN_SPARSE_TABLE_SPARSE_TABLE_H_
 
+#include <cfloat>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,13 +29,41 @@
 
 namespace sampan {
 
-enum class OptimizerRule { kSgd, kAdagrad };
+enum class OptimizerRule { kSgd, kAdagrad, kAdam, kFtrl };
+enum class Backend { kMemory, kRocksDb };
+enum class Durability {
+  kWal,   // in RocksDB's WAL (OS page cache) before the ack: survives a crash
+          // of the process, not of the machine
+  kSync,  // WAL fsynced before the ack: survives a machine crash; slower
+};
+enum class NonFinitePolicy {
+  kRejectBatch,  // a NaN/Inf gradient fails the whole push; nothing applied
+  kSkipKey,      // only the keys with NaN/Inf gradients are skipped
+};
 
 struct TableOptions {
+  // --- Shape ---
   // Total shards of the table (the same on every pserver).
   uint32_t num_shards = 64;
   // Width of the embedding v; 0 gives a logistic-regression table (w only).
   uint32_t embedding_dim = 8;
+
+  // --- Storage ---
+  Backend backend = Backend::kMemory;
+  // RocksDB: the pserver's database directory (one DB per pserver).
+  std::string data_dir;
+  // RocksDB: the column family holding this table.
+  std::string table_name = "table0";
+  // RocksDB: the table's memory budget. Half holds decoded hot rows (past
+  // it, rows are dropped from memory only: RocksDB already has them), up to
+  // a quarter RocksDB's memtables, an eighth its block cache.
+  uint64_t hot_tier_bytes = 256ull << 20;
+  Durability durability = Durability::kWal;
+  // RocksDB: block cache for cold reads (0 = an eighth of hot_tier_bytes,
+  // between 1 and 64 MiB).
+  uint64_t block_cache_bytes = 0;
+
+  // --- Optimizer rule, applied per row ---
   OptimizerRule rule = OptimizerRule::kAdagrad;
   float learning_rate = 0.05f;
   // Adagrad's starting squared-gradient sum.
@@ -39,8 +71,43 @@ struct TableOptions {
   // New embeddings start uniform in [-init_range, init_range], seeded by the
   // key, so that a row is created identically on every run.
   float init_range = 0.01f;
-  // L2 penalty added to every gradient.
+  // L2 penalty: added to every gradient (SGD, Adagrad, Adam); FTRL's L2.
   float l2 = 0.0f;
+  // FTRL's L1 (sparsity) and beta.
+  float l1 = 0.0f;
+  float ftrl_beta = 1.0f;
+  // Adam's moment decay rates and epsilon.
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  // Weights are clamped to [min_weight, max_weight] after every update.
+  float min_weight = -FLT_MAX;
+  float max_weight = FLT_MAX;
+  NonFinitePolicy non_finite = NonFinitePolicy::kRejectBatch;
+
+  // --- CTR accessor ---
+  // score = (show - click) * nonclk_coeff + click * click_coeff.
+  float nonclk_coeff = 0.1f;
+  float click_coeff = 1.0f;
+  // The embedding v is created once score >= embedx_threshold; until then a
+  // pull reads zeros for v and v's gradients are ignored. 0 = at creation.
+  float embedx_threshold = 0.0f;
+  // Shrink: show and click are multiplied by show_decay_rate, unseen age
+  // grows by one; then rows with score < delete_threshold or unseen age >
+  // delete_after_unseen_days are deleted.
+  float show_decay_rate = 0.98f;
+  float delete_threshold = 0.0f;
+  uint32_t delete_after_unseen_days = 30;
+
+  // --- Admission (keys not admitted have no row and read as zeros) ---
+  // A key gets a row on its admit_after_pushes-th push (0 or 1 = first).
+  // Counted in a count-min sketch of 8-bit counters (4 bytes per counter
+  // row), not in rows.
+  uint32_t admit_after_pushes = 0;
+  // Counters per shard per hash row of the sketch.
+  uint32_t sketch_width = 1 << 14;
+  // Each push of a key without a row admits it with this probability.
+  float admit_probability = 1.0f;
 };
 
 // One push: keys.size() gradient rows of pull_dim() floats, and per-key
@@ -59,11 +126,25 @@ struct PushResult {
   uint64_t applied_keys = 0;
   // Keys skipped because their shard had already applied this sequence.
   uint64_t duplicate_keys = 0;
+  // Keys skipped because admission has not admitted them yet.
+  uint64_t unadmitted_keys = 0;
+  // Keys skipped for NaN/Inf gradients (NonFinitePolicy::kSkipKey).
+  uint64_t rejected_keys = 0;
 };
 
 struct TableStats {
+  // Rows in memory (memory backend) or an estimate of rows in RocksDB.
   uint64_t rows = 0;
+  // Bytes of rows and indexes in memory (the hot tier for RocksDB).
   uint64_t memory_bytes = 0;
+  uint64_t hot_rows = 0;
+  // RocksDB: SST + memtable bytes of this table's column family.
+  uint64_t disk_bytes = 0;
+  uint64_t evictions = 0;         // rows dropped from the hot tier
+  uint64_t rejected_keys = 0;     // NaN/Inf gradient rows refused
+  uint64_t unadmitted_keys = 0;   // pushed keys not (yet) admitted
+  uint64_t duplicate_keys = 0;    // keys of replayed pushes
+  uint64_t shrunk_rows = 0;       // rows deleted by Shrink
 };
 
 class SparseTable {
@@ -74,27 +155,70 @@ class SparseTable {
   virtual uint32_t pull_dim() const = 0;
 
   // Writes keys.size() * pull_dim() floats to `out`, in key order. A key
-  // without a row reads as its initial value when `is_training` (and the row
-  // is created) and as zeros otherwise.
-  virtual void Pull(absl::Span<const uint64_t> keys, bool is_training,
-                    float* out) = 0;
+  // without a row reads as its initial value when `is_training` and
+  // admission is off (the row is created), and as zeros otherwise. Fails
+  // only on a storage error (RocksDB); `out` is then unspecified.
+  virtual absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
+                            float* out) = 0;
 
   // Applies one gradient row (pull_dim() floats) per key and adds `shows`
-  // and `clicks` (one per key) to the row's statistics, creating missing
+  // and `clicks` (one per key) to the row's statistics, creating admitted
   // rows. Exactly once: when batch.sequence > 0, each shard the batch touches
   // applies it only if the sequence is above the last one it applied for
-  // batch.writer_id, and records it with the rows it changed; a replay
-  // changes nothing. Writers must therefore send their pushes to a table in
-  // sequence order (PsClient keeps one push in flight per pserver).
-  // InvalidArgument if a gradient is NaN or infinite; nothing is applied then.
+  // batch.writer_id, and records it atomically with the rows it changed; a
+  // replay changes nothing. Writers send their pushes in sequence order.
+  // InvalidArgument on a NaN/Inf gradient under kRejectBatch (nothing is
+  // applied). On a storage error nothing of this push is acknowledged; the
+  // writer retries it with the same sequence.
   virtual absl::StatusOr<PushResult> Push(const PushBatch& batch) = 0;
+
+  // Decays statistics, ages every row by one day and deletes rows whose
+  // score or age crosses the thresholds. Returns the rows deleted.
+  virtual absl::StatusOr<uint64_t> Shrink() = 0;
+
+  // Makes everything acknowledged durable on disk even under kWal (fsyncs
+  // the WAL). No-op for the memory backend.
+  virtual absl::Status Flush() = 0;
+
+  // Snapshots (RocksDB backend; Unimplemented for the memory backend). Each
+  // snapshot ends an epoch; pushes wait while one starts.
+  //
+  // Full: a self-contained copy of the whole pserver database (hard links
+  // where possible) in `dir`, which must not exist. Restore it with
+  // RestoreSnapshot, then ApplyDelta the deltas taken after it, in order.
+  virtual absl::Status Snapshot(const std::string& dir) = 0;
+  // Delta: the rows changed and deleted since the previous snapshot (full or
+  // delta) and every writer's sequence, in the file `path` (format in
+  // row_store.h). Pushes continue while the file is written.
+  virtual absl::Status DeltaSnapshot(const std::string& path) = 0;
+  // Applies a delta file: FailedPrecondition unless it directly follows the
+  // table's last snapshot or applied delta.
+  virtual absl::Status ApplyDelta(const std::string& path) = 0;
+  // Loads rows in bulk (replacing existing ones): per key pull_dim() floats
+  // [w, v] as Pull returns them; statistics and optimizer state start fresh.
+  // RocksDB: written as one SST file and ingested, bypassing the WAL.
+  virtual absl::Status BulkLoad(absl::Span<const uint64_t> keys,
+                                const float* values) = 0;
 
   virtual TableStats Stats() const = 0;
 };
 
-// An in-memory table: per shard an open-addressing hash index into an arena
-// of rows.
+// An in-memory table.
 std::unique_ptr<SparseTable> NewMemoryTable(const TableOptions& options);
+
+// Opens (creating if missing) the table options.table_name in the RocksDB
+// database at options.data_dir. Tables of one directory share the database.
+absl::StatusOr<std::unique_ptr<SparseTable>> NewRocksDbTable(
+    const TableOptions& options);
+
+// Picks the backend options.backend names.
+absl::StatusOr<std::unique_ptr<SparseTable>> NewTable(
+    const TableOptions& options);
+
+// Replaces the database directory `data_dir` (no table may have it open)
+// with a copy of the snapshot in `snapshot_dir`.
+absl::Status RestoreSnapshot(const std::string& snapshot_dir,
+                             const std::string& data_dir);
 
 }  // namespace sampan
 

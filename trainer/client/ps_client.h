@@ -1,17 +1,27 @@
 // The trainer's client for the pserver fleet.
 //
-// Keys are routed shard -> pserver by the cluster spec's map (see
-// pserver/pserver.h). Pull fans one request out per pserver in parallel and
-// waits for all of them, each with a deadline. PushAsync returns as soon as
-// its requests are sent; at most `max_inflight_pushes` may be outstanding,
-// after which PushAsync blocks (backpressure instead of unbounded memory).
-// Flush waits for every outstanding push.
+// Routing: keys go shard -> pserver by the cluster spec's map
+// (PserverOfShard in common/hash.h).
+//
+// Pull fans out one request per pserver (split into requests of at most
+// max_keys_per_request keys) in parallel, each attempt with a deadline, and
+// waits for all of them. Failed attempts with a transient status
+// (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED) are retried
+// with exponential backoff until retry_timeout has passed.
+//
+// PushAsync merges gradients into a bounded queue per pserver (gradients,
+// shows and clicks of the same key are summed) and returns at once. One
+// sender thread per pserver sends the merged batch while the next one
+// accumulates, so a slow pserver means bigger, fewer pushes rather than more
+// memory. When a queue holds max_pending_keys keys, PushAsync blocks
+// (backpressure) until it drains, for at most retry_timeout.
+//
+// Exactly once: every push request carries (writer_id, sequence), sequences
+// increase by one per request to a pserver, only one request per pserver is
+// in flight, and a retry resends the same sequence, so the pserver applies
+// each push once even when an ack was lost (see sparse_table.h).
 //
 // Thread safety: all methods may be called from many threads at once.
-//
-// Not yet: retries with backoff and exactly-once sequences (a failed push is
-// reported by Flush and fails the job rather than being retried blindly and
-// possibly applied twice).
 #ifndef SAMPAN_TRAINER_CLIENT_PS_CLIENT_H_
 #define SAMPAN_TRAINER_CLIENT_PS_CLIENT_H_
 
@@ -31,9 +41,27 @@ struct PsClientOptions {
   uint32_t num_shards = 64;
   // Floats per key in pulls and pushes.
   uint32_t row_dim = 1;
+  // Deadline of each RPC attempt.
   absl::Duration deadline = absl::Seconds(10);
-  int max_inflight_pushes = 16;
-  uint32_t trainer_id = 0;
+  // Total time a call keeps retrying transient failures before it fails.
+  absl::Duration retry_timeout = absl::Seconds(60);
+  absl::Duration initial_backoff = absl::Milliseconds(20);
+  absl::Duration max_backoff = absl::Seconds(2);
+  // Larger pulls and pushes are split into requests of this many keys.
+  size_t max_keys_per_request = 1 << 16;
+  // Merged keys a pserver's push queue holds before PushAsync blocks.
+  size_t max_pending_keys = 1 << 20;
+  // Identifies this writer's pushes; unique per trainer incarnation.
+  uint64_t writer_id = 0;
+};
+
+struct PsClientStats {
+  uint64_t pull_retries = 0;
+  uint64_t push_retries = 0;
+  uint64_t pushes_sent = 0;
+  uint64_t pending_keys = 0;
+  // Age of the oldest gradient not yet acknowledged (0 when none).
+  absl::Duration push_lag;
 };
 
 class PsClient {
@@ -41,21 +69,24 @@ class PsClient {
   static std::unique_ptr<PsClient> Create(const PsClientOptions& options);
   virtual ~PsClient() = default;
 
-  // Reads keys.size() rows into out (row_dim floats each). Keys should be
-  // unique; each costs a lookup. Error names the pserver that failed.
+  // Reads keys.size() rows into out (row_dim floats each), in key order.
+  // Keys should be unique; each costs a lookup. The error names the pserver.
   virtual absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                             float* out) = 0;
 
-  // Sends gradients (row_dim floats per key) and statistics. Copies what it
-  // needs before returning. Returns the first error of an earlier push, if
-  // any, so failures surface promptly.
+  // Queues gradients (row_dim floats per key) and statistics for sending;
+  // copies what it needs. Returns the first error of an earlier push, if any,
+  // so failures surface promptly; a failed push fails every later call.
   virtual absl::Status PushAsync(absl::Span<const uint64_t> keys,
                                  absl::Span<const float> grads,
                                  absl::Span<const float> shows,
                                  absl::Span<const float> clicks) = 0;
 
-  // Waits for every outstanding push; returns the first push error.
+  // Waits until every queued gradient is acknowledged; returns the first
+  // push error. Bounded by retry_timeout plus one deadline.
   virtual absl::Status Flush() = 0;
+
+  virtual PsClientStats Stats() const = 0;
 };
 
 }  // namespace sampan

@@ -1,0 +1,156 @@
+// One load-generating client for bench/ps_load.sh, or the in-process peer.
+//
+// Each step draws --batch unique Zipf-distributed keys, pulls them (training
+// pull), and pushes one gradient row per key asynchronously, like a trainer
+// with its model cost removed. Runs for --seconds, optionally paced to
+// --target_keys_per_sec, and prints one line:
+//   keys_pulled=N keys_pushed=N seconds=S p50_ms=.. p99_ms=.. p999_ms=..
+// --mode=inprocess drives a table in this process with the same loop (no
+// RPC): the ceiling the RPC path is compared with; with --data_dir its
+// table is RocksDB-backed (WAL durability) like the pservers'.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/flags.h"
+#include "sparse_table/sparse_table.h"
+#include "trainer/client/ps_client.h"
+
+namespace sampan {
+namespace {
+
+// Zipf(s) over [0, n) by inverse CDF on a precomputed table.
+class Zipf {
+ public:
+  Zipf(uint64_t n, double s, uint64_t seed) : rng_(seed) {
+    cdf_.reserve(n);
+    double sum = 0;
+    for (uint64_t i = 1; i <= n; ++i) cdf_.push_back(sum += std::pow(i, -s));
+    for (double& c : cdf_) c /= sum;
+  }
+  uint64_t Next() {
+    const double u = std::uniform_real_distribution<double>(0, 1)(rng_);
+    return std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin();
+  }
+
+ private:
+  std::vector<double> cdf_;
+  std::mt19937_64 rng_;
+};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+
+int Run(const Flags& flags) {
+  const int batch = *flags.GetInt("batch", 4096);
+  const int dim = *flags.GetInt("dim", 16);
+  const double seconds = *flags.GetInt("seconds", 10);
+  const double target = *flags.GetInt("target_keys_per_sec", 0);
+  const bool inprocess = flags.Get("mode", "rpc") == "inprocess";
+  const uint32_t shards = *flags.GetInt("num_shards", 64);
+  Zipf zipf(*flags.GetInt("key_space", 10000000), 1.05,
+            *flags.GetInt("seed", 1));
+
+  std::unique_ptr<PsClient> client;
+  std::unique_ptr<SparseTable> table;
+  if (inprocess) {
+    TableOptions t;
+    t.num_shards = shards;
+    t.embedding_dim = dim - 1;    // pull_dim = 1 + embedding_dim
+    if (flags.Has("data_dir")) {  // the same RocksDB setup a pserver has
+      t.backend = Backend::kRocksDb;
+      t.data_dir = flags.Get("data_dir");
+      t.hot_tier_bytes = 1ull << 30;
+    }
+    auto made = NewTable(t);
+    if (!made.ok()) return 1;
+    table = std::move(*made);
+  } else {
+    PsClientOptions o;
+    o.pserver_addresses = absl::StrSplit(flags.Get("pservers"), ',');
+    o.num_shards = shards;
+    o.row_dim = dim;
+    o.writer_id = std::random_device{}();
+    client = PsClient::Create(o);
+  }
+
+  std::vector<uint64_t> keys;
+  absl::flat_hash_set<uint64_t> seen;
+  std::vector<float> rows(size_t(batch) * dim),
+      grads(size_t(batch) * dim, 0.001f), ones(batch, 1.0f), zeros(batch, 0.0f);
+  std::vector<double> latencies_ms;
+  uint64_t pulled = 0, pushed = 0;
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + absl::Seconds(seconds);
+  while (absl::Now() < end) {
+    keys.clear();
+    seen.clear();
+    while (keys.size() < static_cast<size_t>(batch)) {
+      const uint64_t k = zipf.Next() * 0x9e3779b97f4a7c15ULL + 1;
+      if (seen.insert(k).second) keys.push_back(k);
+    }
+    const absl::Time t0 = absl::Now();
+    absl::Status s;
+    if (inprocess) {
+      s = table->Pull(keys, true, rows.data());
+      PushBatch b;
+      b.keys = keys;
+      b.grads = grads.data();
+      b.shows = ones.data();
+      b.clicks = zeros.data();
+      if (s.ok()) s = table->Push(b).status();
+    } else {
+      s = client->Pull(keys, true, rows.data());
+      latencies_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
+      if (s.ok()) s = client->PushAsync(keys, grads, ones, zeros);
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    pulled += keys.size();
+    pushed += keys.size();
+    if (target > 0) {  // pace to the target rate
+      const absl::Time due = start + absl::Seconds(pulled / target);
+      const absl::Time now = absl::Now();
+      if (due > now) absl::SleepFor(due - now);
+    }
+  }
+  if (client) {
+    absl::Status s = client->Flush();
+    if (!s.ok()) return 1;
+  }
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+  std::printf(
+      "keys_pulled=%llu keys_pushed=%llu seconds=%.3f p50_ms=%.3f "
+      "p99_ms=%.3f p999_ms=%.3f\n",
+      static_cast<unsigned long long>(pulled),
+      static_cast<unsigned long long>(pushed), elapsed,
+      Percentile(latencies_ms, 0.5), Percentile(latencies_ms, 0.99),
+      Percentile(latencies_ms, 0.999));
+  return 0;
+}
+
+}  // namespace
+}  // namespace sampan
+
+int main(int argc, char** argv) {
+  auto flags = sampan::Flags::Parse(
+      argc, argv, 1,
+      {"pservers", "batch", "dim", "seconds", "target_keys_per_sec", "mode",
+       "num_shards", "key_space", "seed", "data_dir"});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
+    return 2;
+  }
+  return sampan::Run(*flags);
+}

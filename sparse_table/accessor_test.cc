@@ -1,0 +1,191 @@
+// Optimizer rules and the CTR accessor against arithmetic worked out here,
+// in double, from the published update equations.
+#include "sparse_table/accessor.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+constexpr double kTol = 1e-6;
+
+TableOptions Rule(OptimizerRule rule, float lr) {
+  TableOptions o;
+  o.rule = rule;
+  o.learning_rate = lr;
+  return o;
+}
+
+TEST(OptimizerRuleTest, SgdWithL2) {
+  TableOptions o = Rule(OptimizerRule::kSgd, 0.5f);
+  o.l2 = 0.1f;
+  float w = 0;
+  const float g = 1;
+  ApplyRule(o, &w, nullptr, &g, 1);
+  EXPECT_NEAR(w, -0.5, kTol);
+  ApplyRule(o, &w, nullptr, &g, 1);
+  EXPECT_NEAR(w, -0.5 - 0.5 * (1 + 0.1 * -0.5), kTol);  // -0.975
+}
+
+TEST(OptimizerRuleTest, AdagradSharesOneSumPerBlock) {
+  TableOptions o = Rule(OptimizerRule::kAdagrad, 0.5f);
+  o.initial_accumulator = 1;
+  ASSERT_EQ(StateFloats(o.rule, 2), 1u);
+  float w[2] = {1, -1}, state[1];
+  InitState(o, w, state, 2);
+  const float g[2] = {2, 1};
+  ApplyRule(o, w, state, g, 2);
+  const double g2 = 1 + (4 + 1) / 2.0;  // mean square added
+  EXPECT_NEAR(state[0], g2, kTol);
+  EXPECT_NEAR(w[0], 1 - 0.5 * 2 / std::sqrt(g2), kTol);
+  EXPECT_NEAR(w[1], -1 - 0.5 * 1 / std::sqrt(g2), kTol);
+}
+
+TEST(OptimizerRuleTest, AdamTwoSteps) {
+  TableOptions o = Rule(OptimizerRule::kAdam, 0.1f);
+  o.epsilon = 1e-8f;
+  ASSERT_EQ(StateFloats(o.rule, 1), 4u);
+  float w = 0.5f, state[4];
+  InitState(o, &w, state, 1);
+  double m = 0, v = 0, ww = 0.5;
+  const double grads[] = {0.2, -0.1};
+  for (int t = 1; t <= 2; ++t) {
+    const double g = grads[t - 1];
+    m = 0.9 * m + 0.1 * g;
+    v = 0.999 * v + 0.001 * g * g;
+    const double m_hat = m / (1 - std::pow(0.9, t));
+    const double v_hat = v / (1 - std::pow(0.999, t));
+    ww -= 0.1 * m_hat / (std::sqrt(v_hat) + 1e-8);
+    const float gf = static_cast<float>(g);
+    ApplyRule(o, &w, state, &gf, 1);
+    EXPECT_NEAR(w, ww, kTol) << "step " << t;
+    // Worked by hand: the first step is lr * sign(g); the second moves by
+    // 0.1 * (0.008 / 0.19) / sqrt(4.996e-5 / 0.001999) = 0.026634.
+    EXPECT_NEAR(ww, t == 1 ? 0.4 : 0.373366, 1e-6);
+  }
+}
+
+// McMahan et al. 2013, Algorithm 1, per coordinate.
+TEST(OptimizerRuleTest, FtrlProximalKeepsInitialWeightAndUpdates) {
+  TableOptions o = Rule(OptimizerRule::kFtrl, 0.1f);
+  o.ftrl_beta = 1;
+  o.l1 = 0.5f;
+  o.l2 = 0.1f;
+  float w = 0.3f, state[2];
+  InitState(o, &w, state, 1);
+  const double alpha = 0.1, beta = 1, l1 = 0.5, l2 = 0.1;
+  auto weight = [&](double z, double n) {
+    if (std::abs(z) <= l1) return 0.0;
+    return -(z - (z < 0 ? -l1 : l1)) / ((beta + std::sqrt(n)) / alpha + l2);
+  };
+  double z = state[0], n = 0, ww = 0.3;
+  EXPECT_NEAR(weight(z, n), 0.3, kTol);  // init reproduces the weight
+  for (double g : {2.0, -1.0}) {
+    const double sigma = (std::sqrt(n + g * g) - std::sqrt(n)) / alpha;
+    z += g - sigma * ww;
+    n += g * g;
+    ww = weight(z, n);
+    const float gf = static_cast<float>(g);
+    ApplyRule(o, &w, state, &gf, 1);
+    EXPECT_NEAR(w, ww, kTol);
+  }
+  EXPECT_NEAR(ww, 8.581348 / 32.460680, 1e-5);  // worked by hand: 0.26436
+}
+
+TEST(OptimizerRuleTest, FtrlL1GivesExactZeros) {
+  TableOptions o = Rule(OptimizerRule::kFtrl, 0.1f);
+  o.l1 = 10;
+  float w = 0, state[2];
+  InitState(o, &w, state, 1);
+  const float g = 1;
+  ApplyRule(o, &w, state, &g, 1);
+  EXPECT_EQ(w, 0.0f);  // |z| = 1 <= l1
+}
+
+TEST(OptimizerRuleTest, WeightBoundsClamp) {
+  TableOptions o = Rule(OptimizerRule::kSgd, 0.5f);
+  o.min_weight = -0.2f;
+  o.max_weight = 0.2f;
+  float w[2] = {0, 0};
+  const float g[2] = {-1, 1};
+  ApplyRule(o, w, nullptr, g, 2);
+  EXPECT_EQ(w[0], 0.2f);
+  EXPECT_EQ(w[1], -0.2f);
+}
+
+TableOptions CtrOptions() {
+  TableOptions o = Rule(OptimizerRule::kSgd, 0.5f);
+  o.embedding_dim = 2;
+  o.init_range = 0.1f;
+  o.nonclk_coeff = 0.1f;
+  o.click_coeff = 1;
+  return o;
+}
+
+TEST(CtrAccessorTest, EmbeddingCreatedOnceScorePassesThreshold) {
+  TableOptions o = CtrOptions();
+  o.embedx_threshold = 1.5f;
+  CtrAccessor acc(o);
+  EXPECT_EQ(acc.base_floats(), 5u);  // show, click, unseen, has_v, w
+  EXPECT_EQ(acc.full_floats(), 7u);
+  std::vector<float> row(acc.full_floats()), out(3);
+  acc.InitRow(9, row.data());
+  EXPECT_EQ(acc.stored_floats(row.data()), 5u);
+  const float grad[3] = {1, 5, 5};
+  acc.Push(9, row.data(), grad, 1, 1);  // score 1
+  acc.Pull(row.data(), out.data());
+  EXPECT_FLOAT_EQ(out[0], -0.5f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  acc.Push(9, row.data(), grad, 1, 1);  // score 2: v created, not trained
+  EXPECT_EQ(acc.stored_floats(row.data()), 7u);
+  acc.Pull(row.data(), out.data());
+  EXPECT_FLOAT_EQ(out[0], -1.0f);
+  EXPECT_NE(out[1], 0.0f);
+  EXPECT_LE(std::abs(out[1]), 0.1f);
+  const float v1 = out[1];
+  acc.Push(9, row.data(), grad, 1, 0);
+  acc.Pull(row.data(), out.data());
+  EXPECT_FLOAT_EQ(out[1], v1 - 0.5f * 5);
+}
+
+TEST(CtrAccessorTest, ShrinkDecaysAndDeletesByScoreAndAge) {
+  TableOptions o = CtrOptions();
+  o.show_decay_rate = 0.5f;
+  o.delete_threshold = 0.6f;
+  CtrAccessor acc(o);
+  std::vector<float> row(acc.full_floats());
+  acc.InitRow(1, row.data());
+  const float grad[3] = {0, 0, 0};
+  acc.Push(1, row.data(), grad, 2, 1);
+  EXPECT_NEAR(acc.Score(row.data()), 1.1, kTol);
+  // show 1, click 0.5: score 0.05 + 0.5 = 0.55 < 0.6.
+  EXPECT_TRUE(acc.Shrink(row.data()));
+  EXPECT_FLOAT_EQ(row[CtrAccessor::kShow], 1.0f);
+
+  o.delete_threshold = -1;
+  o.delete_after_unseen_days = 2;
+  CtrAccessor by_age(o);
+  by_age.InitRow(1, row.data());
+  EXPECT_FALSE(by_age.Shrink(row.data()));
+  EXPECT_FALSE(by_age.Shrink(row.data()));
+  by_age.Push(1, row.data(), grad, 1, 0);  // seen again: age resets
+  EXPECT_FALSE(by_age.Shrink(row.data()));
+  EXPECT_FALSE(by_age.Shrink(row.data()));
+  EXPECT_TRUE(by_age.Shrink(row.data()));  // 3 days unseen > 2
+}
+
+TEST(CtrAccessorTest, LoadRejectsWrongSizes) {
+  CtrAccessor acc(CtrOptions());
+  std::vector<float> row(acc.full_floats()), stored(acc.full_floats());
+  acc.InitRow(3, stored.data());
+  EXPECT_TRUE(acc.Load(stored.data(), 7, row.data()));
+  EXPECT_EQ(row, stored);
+  EXPECT_FALSE(acc.Load(stored.data(), 6, row.data()));
+}
+
+}  // namespace
+}  // namespace sampan

@@ -1,0 +1,70 @@
+#include "sparse_table/job_options.h"
+
+#include <cfloat>
+
+#include "absl/strings/str_cat.h"
+
+namespace sampan {
+namespace {
+
+OptimizerRule RuleOf(OptimizerType t) {
+  switch (t) {
+    case SGD:
+      return OptimizerRule::kSgd;
+    case ADAM:
+      return OptimizerRule::kAdam;
+    case FTRL:
+      return OptimizerRule::kFtrl;
+    default:
+      return OptimizerRule::kAdagrad;
+  }
+}
+
+void MapOptimizer(const OptimizerConfig& c, TableOptions* o) {
+  o->rule = RuleOf(c.type());
+  o->learning_rate = c.learning_rate();
+  o->initial_accumulator = c.initial_accumulator();
+  o->init_range = c.init_range();
+  o->l2 = c.l2();
+  o->l1 = c.l1();
+  o->ftrl_beta = c.ftrl_beta();
+  o->beta1 = c.beta1();
+  o->beta2 = c.beta2();
+  o->epsilon = c.epsilon();
+  if (c.min_weight() != 0 || c.max_weight() != 0) {
+    o->min_weight = c.min_weight();
+    o->max_weight = c.max_weight();
+  }
+  o->non_finite = c.non_finite() == SKIP_KEY ? NonFinitePolicy::kSkipKey
+                                             : NonFinitePolicy::kRejectBatch;
+}
+
+}  // namespace
+
+TableOptions TableOptionsFromJob(const JobConfig& job,
+                                 uint32_t pserver_index) {
+  const TableConfig& t = job.table();
+  TableOptions o;
+  o.num_shards = t.num_shards();
+  o.embedding_dim = job.model().type() == LR ? 0 : job.model().embedding_dim();
+  MapOptimizer(t.optimizer(), &o);
+  o.backend = t.backend() == ROCKSDB ? Backend::kRocksDb : Backend::kMemory;
+  const std::string root = t.data_dir().empty()
+                               ? absl::StrCat(job.output_dir(), "/tables")
+                               : t.data_dir();
+  o.data_dir = absl::StrCat(root, "/pserver-", pserver_index);
+  o.hot_tier_bytes = t.hot_tier_bytes();
+  o.durability = t.durability() == SYNC ? Durability::kSync : Durability::kWal;
+  const AccessorConfig& a = t.accessor();
+  o.nonclk_coeff = a.nonclk_coeff();
+  o.click_coeff = a.click_coeff();
+  o.embedx_threshold = a.embedx_threshold();
+  o.show_decay_rate = a.show_decay_rate();
+  o.delete_threshold = a.delete_threshold();
+  o.delete_after_unseen_days = a.delete_after_unseen_days();
+  o.admit_after_pushes = t.admission().min_pushes();
+  o.admit_probability = t.admission().probability();
+  return o;
+}
+
+}  // namespace sampan

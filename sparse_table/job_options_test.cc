@@ -1,0 +1,69 @@
+#include "sparse_table/job_options.h"
+
+#include "common/config.h"
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+TEST(JobOptionsTest, DefaultsMapToAValidMemoryTable) {
+  const JobConfig job = DefaultJobConfig();
+  ASSERT_TRUE(ValidateJobConfig(job).ok());
+  const TableOptions o = TableOptionsFromJob(job, 1);
+  EXPECT_EQ(o.backend, Backend::kMemory);
+  EXPECT_EQ(o.rule, OptimizerRule::kAdagrad);
+  EXPECT_EQ(o.embedding_dim, 8u);
+  EXPECT_EQ(o.data_dir, "/tmp/sampan-job/tables/pserver-1");
+  EXPECT_EQ(o.durability, Durability::kWal);
+  EXPECT_FLOAT_EQ(o.admit_probability, 1.0f);
+  EXPECT_EQ(o.min_weight, -FLT_MAX);  // 0/0 in the config = unbounded
+  auto table = NewTable(o);
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ((*table)->pull_dim(), 9u);
+}
+
+TEST(JobOptionsTest, RocksDbFieldsMap) {
+  absl::StatusOr<JobConfig> job = ParseJobConfig(
+      "model: {type: LR}\n"
+      "table:\n"
+      "  backend: ROCKSDB\n"
+      "  data_dir: /data/t\n"
+      "  hot_tier_bytes: 2000000\n"
+      "  durability: SYNC\n"
+      "  optimizer: {type: FTRL, learning_rate: 0.1, l1: 0.5,"
+      " min_weight: -2, max_weight: 3, non_finite: SKIP_KEY}\n"
+      "  admission: {min_pushes: 3, probability: 0.5}\n"
+      "  accessor: {embedx_threshold: 2, delete_after_unseen_days: 7}\n",
+      "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  const TableOptions o = TableOptionsFromJob(*job, 0);
+  EXPECT_EQ(o.backend, Backend::kRocksDb);
+  EXPECT_EQ(o.data_dir, "/data/t/pserver-0");
+  EXPECT_EQ(o.hot_tier_bytes, 2000000u);
+  EXPECT_EQ(o.durability, Durability::kSync);
+  EXPECT_EQ(o.rule, OptimizerRule::kFtrl);
+  EXPECT_FLOAT_EQ(o.l1, 0.5f);
+  EXPECT_FLOAT_EQ(o.min_weight, -2.0f);
+  EXPECT_FLOAT_EQ(o.max_weight, 3.0f);
+  EXPECT_EQ(o.non_finite, NonFinitePolicy::kSkipKey);
+  EXPECT_EQ(o.admit_after_pushes, 3u);
+  EXPECT_FLOAT_EQ(o.admit_probability, 0.5f);
+  EXPECT_FLOAT_EQ(o.embedx_threshold, 2.0f);
+  EXPECT_EQ(o.delete_after_unseen_days, 7u);
+  EXPECT_EQ(o.embedding_dim, 0u);
+}
+
+TEST(JobOptionsTest, ValidationRejectsBadTableFields) {
+  for (const char* yaml : {
+           "table: {hot_tier_bytes: 10, backend: ROCKSDB}\n",
+           "table: {admission: {probability: 0}}\n",
+           "table: {admission: {min_pushes: 300}}\n",
+           "table: {optimizer: {min_weight: 1, max_weight: -1}}\n",
+           "table: {optimizer: {type: ADAM, beta1: 1}}\n",
+       }) {
+    EXPECT_FALSE(ParseJobConfig(yaml, "job.yaml").ok()) << yaml;
+  }
+}
+
+}  // namespace
+}  // namespace sampan

@@ -1,0 +1,257 @@
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sparse_table/sparse_table.h"
+
+namespace sampan {
+namespace {
+
+std::string FreshDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp ? tmp : "/tmp") + "/rocks_" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TableOptions Options(const std::string& dir, OptimizerRule rule, uint32_t dim) {
+  TableOptions o;
+  o.backend = Backend::kRocksDb;
+  o.data_dir = dir;
+  o.num_shards = 4;
+  o.embedding_dim = dim;
+  o.rule = rule;
+  o.learning_rate = 0.5f;
+  o.initial_accumulator = 1.0f;
+  o.init_range = 0.1f;
+  return o;
+}
+
+std::unique_ptr<SparseTable> Open(const TableOptions& o) {
+  auto t = NewTable(o);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *std::move(t) : nullptr;
+}
+
+// Pushes grads of -1 on every entry with show 1, click 0.
+absl::StatusOr<PushResult> PushOnes(SparseTable& t,
+                                    const std::vector<uint64_t>& keys,
+                                    uint64_t writer = 0, uint64_t seq = 0,
+                                    float grad = -1.0f) {
+  std::vector<float> grads(keys.size() * t.pull_dim(), grad);
+  std::vector<float> shows(keys.size(), 1), clicks(keys.size(), 0);
+  PushBatch b;
+  b.keys = keys;
+  b.grads = grads.data();
+  b.shows = shows.data();
+  b.clicks = clicks.data();
+  b.writer_id = writer;
+  b.sequence = seq;
+  return t.Push(b);
+}
+
+std::vector<float> PullAll(SparseTable& t, const std::vector<uint64_t>& keys,
+                           bool training = false) {
+  std::vector<float> out(keys.size() * t.pull_dim());
+  EXPECT_TRUE(t.Pull(keys, training, out.data()).ok());
+  return out;
+}
+
+std::vector<uint64_t> Range(uint64_t from, uint64_t n) {
+  std::vector<uint64_t> keys(n);
+  for (uint64_t i = 0; i < n; ++i) keys[i] = from + i;
+  return keys;
+}
+
+TEST(RocksDbTableTest, CleanReopenServesIdenticalRows) {
+  const std::string dir = FreshDir("reopen");
+  const auto keys = Range(100, 300);
+  std::vector<float> before;
+  {
+    auto t = Open(Options(dir, OptimizerRule::kAdagrad, 4));
+    ASSERT_TRUE(PushOnes(*t, keys, 1, 1).ok());
+    ASSERT_TRUE(PushOnes(*t, Range(100, 50), 1, 2).ok());
+    before = PullAll(*t, keys);
+    EXPECT_NE(before[0], 0.0f);
+  }
+  auto t = Open(Options(dir, OptimizerRule::kAdagrad, 4));
+  EXPECT_EQ(PullAll(*t, keys), before);
+  // The writer's sequences came back too: a replay changes nothing.
+  auto replay = PushOnes(*t, keys, 1, 2);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->applied_keys, 0u);
+  EXPECT_EQ(replay->duplicate_keys, keys.size());
+  EXPECT_EQ(PullAll(*t, keys), before);
+  EXPECT_EQ(PushOnes(*t, keys, 1, 3)->applied_keys, keys.size());
+}
+
+TEST(RocksDbTableTest, MatchesMemoryBackendWithSmallHotTier) {
+  const std::string dir = FreshDir("match");
+  for (OptimizerRule rule : {OptimizerRule::kSgd, OptimizerRule::kAdagrad,
+                             OptimizerRule::kAdam, OptimizerRule::kFtrl}) {
+    std::filesystem::remove_all(dir);
+    TableOptions o = Options(dir, rule, 3);
+    o.hot_tier_bytes = 1;  // the floor: 16 rows per shard
+    o.embedx_threshold = 0.35f;  // v appears on a key's 4th push
+    auto rocks = Open(o);
+    auto mem = NewMemoryTable(o);
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<uint64_t> key(0, 999);
+    for (int round = 0; round < 30; ++round) {
+      std::vector<uint64_t> keys(200);
+      for (auto& k : keys) k = key(rng);
+      const float g = (round % 3) - 1.0f;
+      ASSERT_TRUE(PushOnes(*rocks, keys, 0, 0, g).ok());
+      ASSERT_TRUE(PushOnes(*mem, keys, 0, 0, g).ok());
+      if (round == 15) {  // reopen mid-way: nothing is lost
+        rocks.reset();
+        rocks = Open(o);
+      }
+    }
+    const auto all = Range(0, 1000);
+    EXPECT_EQ(PullAll(*rocks, all), PullAll(*mem, all));
+    const TableStats s = rocks->Stats();
+    EXPECT_LE(s.hot_rows, 4u * 16u);
+    EXPECT_GT(s.evictions, 0u);
+  }
+}
+
+TEST(RocksDbTableTest, ShrinkDeletesDurably) {
+  const std::string dir = FreshDir("shrink");
+  TableOptions o = Options(dir, OptimizerRule::kSgd, 2);
+  o.delete_threshold = 0.15f;  // nonclk 0.1: show >= 2 survives one decay
+  o.show_decay_rate = 0.9f;
+  {
+    auto t = Open(o);
+    ASSERT_TRUE(PushOnes(*t, Range(0, 100)).ok());
+    ASSERT_TRUE(PushOnes(*t, Range(0, 10)).ok());  // keys 0..9: show 2
+    auto deleted = t->Shrink();
+    ASSERT_TRUE(deleted.ok());
+    EXPECT_EQ(*deleted, 90u);
+    EXPECT_EQ(t->Stats().shrunk_rows, 90u);
+  }
+  auto t = Open(o);
+  const auto out = PullAll(*t, Range(0, 100));
+  for (int k = 0; k < 100; ++k) {
+    EXPECT_EQ(out[k * 3] != 0, k < 10) << k;  // w is 1.0 for survivors
+  }
+}
+
+TEST(RocksDbTableTest, SnapshotRestoreEqualsTableAtSnapshot) {
+  const std::string dir = FreshDir("snap"), snap = FreshDir("snap_copy");
+  const TableOptions o = Options(dir, OptimizerRule::kAdagrad, 4);
+  const auto keys = Range(0, 500);
+  std::vector<float> at_snapshot;
+  {
+    auto t = Open(o);
+    ASSERT_TRUE(PushOnes(*t, keys, 3, 1).ok());
+    at_snapshot = PullAll(*t, keys);
+    ASSERT_TRUE(t->Snapshot(snap).ok());
+    ASSERT_TRUE(PushOnes(*t, keys, 3, 2).ok());
+    EXPECT_NE(PullAll(*t, keys), at_snapshot);
+  }
+  ASSERT_TRUE(RestoreSnapshot(snap, dir).ok());
+  auto t = Open(o);
+  EXPECT_EQ(PullAll(*t, keys), at_snapshot);
+  // Sequence 2 was applied after the snapshot: after restore it applies.
+  EXPECT_EQ(PushOnes(*t, keys, 3, 2)->applied_keys, keys.size());
+}
+
+TEST(RocksDbTableTest, FullPlusDeltasRestoreEqualsLiveTable) {
+  const std::string dir = FreshDir("delta"), copy = FreshDir("delta_copy"),
+                    full = FreshDir("delta_full"), d1 = FreshDir("d1"),
+                    d2 = FreshDir("d2");
+  TableOptions o = Options(dir, OptimizerRule::kFtrl, 3);
+  o.embedx_threshold = 0.15f;  // some rows short, some with v
+  o.delete_threshold = 0.15f;
+  o.show_decay_rate = 0.9f;
+  const auto all = Range(0, 400);
+  std::vector<float> live;
+  {
+    auto t = Open(o);
+    ASSERT_TRUE(PushOnes(*t, Range(0, 200), 5, 1).ok());
+    ASSERT_TRUE(t->Snapshot(full).ok());
+    ASSERT_TRUE(PushOnes(*t, Range(100, 200), 5, 2).ok());  // 100..199 x2
+    auto deleted = t->Shrink();  // keys 0..99 and 200..299: show 1 -> gone
+    ASSERT_TRUE(deleted.ok());
+    EXPECT_EQ(*deleted, 200u);
+    ASSERT_TRUE(t->DeltaSnapshot(d1).ok());
+    ASSERT_TRUE(PushOnes(*t, Range(250, 150), 5, 3).ok());
+    ASSERT_TRUE(t->DeltaSnapshot(d2).ok());
+    live = PullAll(*t, all);
+  }
+  ASSERT_TRUE(RestoreSnapshot(full, copy).ok());
+  o.data_dir = copy;
+  auto t = Open(o);
+  EXPECT_EQ(t->ApplyDelta(d2).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(t->ApplyDelta(d1).ok());
+  ASSERT_TRUE(t->ApplyDelta(d2).ok());
+  EXPECT_EQ(PullAll(*t, all), live);
+  for (int k : {0, 150, 260, 399}) {
+    EXPECT_EQ(live[k * 4] != 0, k >= 100 && (k < 200 || k >= 250)) << k;
+  }
+  // The deltas carried the writer's sequences too.
+  EXPECT_EQ(PushOnes(*t, all, 5, 3)->applied_keys, 0u);
+}
+
+TEST(RocksDbTableTest, BulkLoadServesTheLoadedValues) {
+  const std::string dir = FreshDir("bulk");
+  const TableOptions o = Options(dir, OptimizerRule::kAdagrad, 2);
+  const auto keys = Range(1000, 300);
+  std::vector<float> values(keys.size() * 3);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.001f * i;
+  {
+    auto t = Open(o);
+    ASSERT_TRUE(PushOnes(*t, Range(1000, 10)).ok());  // replaced below
+    ASSERT_TRUE(t->BulkLoad(keys, values.data()).ok());
+    EXPECT_EQ(PullAll(*t, keys), values);
+  }
+  auto t = Open(o);
+  EXPECT_EQ(PullAll(*t, keys), values);
+  // Fresh Adagrad state: accumulator 1 + 1 = 2 after one push of -1.
+  ASSERT_TRUE(PushOnes(*t, {1000}).ok());
+  EXPECT_FLOAT_EQ(PullAll(*t, {1000})[0], 0.5f / std::sqrt(2.0f));
+}
+
+TEST(RocksDbTableTest, TablesInOneDirectoryAreSeparateColumnFamilies) {
+  const std::string dir = FreshDir("cfs");
+  TableOptions a = Options(dir, OptimizerRule::kSgd, 0), b = a;
+  b.table_name = "second";
+  auto ta = Open(a), tb = Open(b);
+  ASSERT_TRUE(PushOnes(*ta, {1}).ok());
+  EXPECT_EQ(PullAll(*ta, {1})[0], 0.5f);
+  EXPECT_EQ(PullAll(*tb, {1})[0], 0.0f);
+}
+
+TEST(RocksDbTableTest, ConcurrentPullsAndPushesAllLand) {
+  const std::string dir = FreshDir("threads");
+  TableOptions o = Options(dir, OptimizerRule::kSgd, 0);
+  o.hot_tier_bytes = 1;
+  o.learning_rate = 1.0f;
+  auto t = Open(o);
+  constexpr int kThreads = 4, kRounds = 100;
+  const auto keys = Range(0, 256);
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      for (int r = 1; r <= kRounds; ++r) {
+        ASSERT_TRUE(PushOnes(*t, keys, th + 1, r).ok());
+        PullAll(*t, keys, true);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (float w : PullAll(*t, keys)) EXPECT_EQ(w, kThreads * kRounds);
+}
+
+TEST(RocksDbTableTest, MissingDataDirIsAnError) {
+  TableOptions o = Options("", OptimizerRule::kSgd, 0);
+  EXPECT_EQ(NewTable(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sampan

@@ -1,0 +1,312 @@
+#include "sparse_table/row_store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include <mutex>
+#include "rocksdb/cache.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
+
+namespace sampan {
+
+// One open database, shared by the tables of a directory. Its column family
+// handles live as long as it does.
+struct SharedDb {
+  std::unique_ptr<rocksdb::DB> db;
+  std::mutex mu;
+  std::map<std::string, rocksdb::ColumnFamilyHandle*> cfs ABSL_GUARDED_BY(mu);
+
+  ~SharedDb() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [name, cf] : cfs) db->DestroyColumnFamilyHandle(cf);
+    db->Close();
+  }
+};
+
+namespace {
+
+absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  const std::string msg = absl::StrCat(what, ": ", s.ToString());
+  if (s.IsIOError()) return absl::UnavailableError(msg);
+  if (s.IsCorruption()) return absl::DataLossError(msg);
+  if (s.IsInvalidArgument()) return absl::InvalidArgumentError(msg);
+  return absl::InternalError(msg);
+}
+
+void PutBe(std::string* out, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out->push_back(char(v >> (8 * i)));
+}
+
+uint64_t GetBe(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | uint8_t(p[i]);
+  return v;
+}
+
+std::string RowKey(uint64_t key) {
+  std::string k(1, 'r');
+  PutBe(&k, key, 8);
+  return k;
+}
+
+rocksdb::ColumnFamilyOptions CfOptions(const TableOptions& o) {
+  rocksdb::ColumnFamilyOptions cf;
+  rocksdb::BlockBasedTableOptions t;
+  // Point lookups dominate: a Bloom filter spares most misses a disk read.
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  // The table's memory budget: half for hot rows (table.cc), up to a
+  // quarter for the two memtables, an eighth for the block cache.
+  const uint64_t eighth = std::clamp<uint64_t>(o.hot_tier_bytes / 8, 1 << 20,
+                                               64 << 20);
+  t.block_cache = rocksdb::NewLRUCache(
+      o.block_cache_bytes > 0 ? o.block_cache_bytes : eighth);
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  cf.write_buffer_size = eighth;
+  cf.max_write_buffer_number = 2;
+  // Rows are random-looking floats: compression costs CPU and saves little.
+  cf.compression = rocksdb::kNoCompression;
+  return cf;
+}
+
+std::mutex registry_mu;
+absl::flat_hash_map<std::string, std::weak_ptr<SharedDb>>& Registry()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_mu) {
+  static auto* registry =
+      new absl::flat_hash_map<std::string, std::weak_ptr<SharedDb>>();
+  return *registry;
+}
+
+absl::StatusOr<std::shared_ptr<SharedDb>> OpenDb(const TableOptions& o) {
+  const std::string dir =
+      std::filesystem::absolute(o.data_dir).lexically_normal().string();
+  std::lock_guard<std::mutex> lock(registry_mu);
+  if (auto db = Registry()[dir].lock()) return db;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  rocksdb::DBOptions dbo;
+  dbo.create_if_missing = true;
+  dbo.create_missing_column_families = true;
+  dbo.IncreaseParallelism(2);
+  std::vector<std::string> names;
+  if (!rocksdb::DB::ListColumnFamilies(dbo, dir, &names).ok()) {
+    names = {rocksdb::kDefaultColumnFamilyName};
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  for (const std::string& n : names) descs.emplace_back(n, CfOptions(o));
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  absl::Status st = FromRocks(
+      rocksdb::DB::Open(dbo, dir, descs, &handles, &raw), "open " + dir);
+  if (!st.ok()) return st;
+  auto shared = std::make_shared<SharedDb>();
+  shared->db.reset(raw);
+  std::lock_guard<std::mutex> db_lock(shared->mu);
+  for (size_t i = 0; i < names.size(); ++i) shared->cfs[names[i]] = handles[i];
+  Registry()[dir] = shared;
+  return shared;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RowStore>> RowStore::Open(
+    const TableOptions& o) {
+  if (o.data_dir.empty()) {
+    return absl::InvalidArgumentError("RocksDB table needs a data_dir");
+  }
+  absl::StatusOr<std::shared_ptr<SharedDb>> shared = OpenDb(o);
+  if (!shared.ok()) return shared.status();
+  SharedDb& s = **shared;
+  std::lock_guard<std::mutex> lock(s.mu);
+  rocksdb::ColumnFamilyHandle*& cf = s.cfs[o.table_name];
+  if (cf == nullptr) {
+    absl::Status st = FromRocks(
+        s.db->CreateColumnFamily(CfOptions(o), o.table_name, &cf),
+        "create column family " + o.table_name);
+    if (!st.ok()) {
+      s.cfs.erase(o.table_name);
+      return st;
+    }
+  }
+  std::unique_ptr<RowStore> store(new RowStore(
+      *shared, cf, o.durability == Durability::kSync, o.data_dir));
+  std::string epoch;
+  if (s.db->Get(rocksdb::ReadOptions(), cf, "e", &epoch).ok() &&
+      epoch.size() == 4) {
+    uint32_t e;
+    std::memcpy(&e, epoch.data(), 4);
+    store->epoch_ = e;
+  }
+  return store;
+}
+
+RowStore::RowStore(std::shared_ptr<SharedDb> db,
+                   rocksdb::ColumnFamilyHandle* cf, bool sync, std::string dir)
+    : shared_(std::move(db)), cf_(cf), sync_(sync), dir_(std::move(dir)) {}
+
+RowStore::~RowStore() = default;
+
+rocksdb::DB* RowStore::db() const { return shared_->db.get(); }
+
+absl::Status RowStore::MultiGet(absl::Span<const uint64_t> keys,
+                                std::vector<std::string>* values) {
+  const size_t n = keys.size();
+  std::vector<std::string> encoded(n);
+  std::vector<rocksdb::Slice> slices(n);
+  for (size_t i = 0; i < n; ++i) {
+    encoded[i] = RowKey(keys[i]);
+    slices[i] = encoded[i];
+  }
+  std::vector<rocksdb::PinnableSlice> found(n);
+  std::vector<rocksdb::Status> statuses(n);
+  db()->MultiGet(rocksdb::ReadOptions(), cf_, n, slices.data(), found.data(),
+                 statuses.data());
+  values->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (statuses[i].IsNotFound()) {
+      (*values)[i].clear();
+    } else if (!statuses[i].ok()) {
+      return FromRocks(statuses[i], "MultiGet");
+    } else {
+      if (found[i].size() < 4) return absl::DataLossError("short row");
+      (*values)[i].assign(found[i].data(), found[i].size() - 4);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> RowStore::Get(uint64_t key, std::string* value) {
+  rocksdb::Status s = db()->Get(rocksdb::ReadOptions(), cf_, RowKey(key), value);
+  if (s.IsNotFound()) return false;
+  if (!s.ok()) return FromRocks(s, "Get");
+  if (value->size() < 4) return absl::DataLossError("short row");
+  value->resize(value->size() - 4);
+  return true;
+}
+
+void RowStore::PutRow(rocksdb::WriteBatch* batch, uint64_t key,
+                      const float* row, uint32_t floats) {
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  rocksdb::Slice parts[2] = {
+      rocksdb::Slice(reinterpret_cast<const char*>(row),
+                     size_t{floats} * sizeof(float)),
+      rocksdb::Slice(reinterpret_cast<const char*>(&epoch), 4)};
+  const std::string k = RowKey(key);
+  rocksdb::Slice key_slice(k);
+  batch->Put(cf_, rocksdb::SliceParts(&key_slice, 1),
+             rocksdb::SliceParts(parts, 2));
+}
+
+// The tombstone lets the next delta carry the deletion.
+void RowStore::DeleteRow(rocksdb::WriteBatch* batch, uint64_t key) {
+  batch->Delete(cf_, RowKey(key));
+  std::string k = RowKey(key);
+  k[0] = 'x';
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  batch->Put(cf_, k,
+             rocksdb::Slice(reinterpret_cast<const char*>(&epoch), 4));
+}
+
+void RowStore::PutSequence(rocksdb::WriteBatch* batch, uint32_t shard,
+                           uint64_t writer, uint64_t sequence) {
+  std::string k(1, 'q');
+  PutBe(&k, shard, 4);
+  PutBe(&k, writer, 8);
+  char v[8];
+  std::memcpy(v, &sequence, 8);
+  batch->Put(cf_, k, rocksdb::Slice(v, 8));
+}
+
+absl::Status RowStore::Write(rocksdb::WriteBatch* batch) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync_;
+  return FromRocks(db()->Write(wo, batch), "Write");
+}
+
+absl::Status RowStore::ForEachSequence(
+    const std::function<void(uint32_t, uint64_t, uint64_t)>& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db()->NewIterator(rocksdb::ReadOptions(), cf_));
+  for (it->Seek("q"); it->Valid() && it->key().starts_with("q"); it->Next()) {
+    if (it->key().size() != 13 || it->value().size() != 8) {
+      return absl::DataLossError("malformed sequence record");
+    }
+    uint64_t seq;
+    std::memcpy(&seq, it->value().data(), 8);
+    fn(uint32_t(GetBe(it->key().data() + 1, 4)),
+       GetBe(it->key().data() + 5, 8), seq);
+  }
+  return FromRocks(it->status(), "scan sequences");
+}
+
+absl::Status RowStore::RewriteRows(
+    const std::function<void(uint64_t, const float*, uint32_t,
+                             rocksdb::WriteBatch*)>& fn) {
+  const rocksdb::Snapshot* snap = db()->GetSnapshot();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap;
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
+  rocksdb::WriteBatch batch;
+  std::vector<float> row;
+  absl::Status st;
+  for (it->Seek("r"); st.ok() && it->Valid() && it->key().starts_with("r");
+       it->Next()) {
+    row.resize((it->value().size() - 4) / sizeof(float));
+    std::memcpy(row.data(), it->value().data(), row.size() * sizeof(float));
+    fn(GetBe(it->key().data() + 1, 8), row.data(), row.size(), &batch);
+    if (batch.Count() >= 4096) {
+      st = Write(&batch);
+      batch.Clear();
+    }
+  }
+  if (st.ok()) st = FromRocks(it->status(), "scan rows");
+  if (st.ok() && batch.Count() > 0) st = Write(&batch);
+  it.reset();
+  db()->ReleaseSnapshot(snap);
+  return st;
+}
+
+absl::Status RowStore::SyncWal() { return FromRocks(db()->SyncWAL(), "sync"); }
+
+absl::Status RowStore::PutEpoch(uint32_t epoch) {
+  rocksdb::WriteBatch batch;
+  batch.Put(cf_, "e",
+            rocksdb::Slice(reinterpret_cast<const char*>(&epoch), 4));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  absl::Status st = FromRocks(db()->Write(wo, &batch), "write epoch");
+  if (st.ok()) epoch_ = epoch;
+  return st;
+}
+
+absl::Status RowStore::Checkpoint(const std::string& dir) {
+  if (absl::Status st = PutEpoch(epoch_ + 1); !st.ok()) return st;
+  rocksdb::Checkpoint* raw = nullptr;
+  absl::Status st =
+      FromRocks(rocksdb::Checkpoint::Create(db(), &raw), "checkpoint");
+  if (!st.ok()) return st;
+  std::unique_ptr<rocksdb::Checkpoint> cp(raw);
+  return FromRocks(cp->CreateCheckpoint(dir), "checkpoint " + dir);
+}
+
+uint64_t RowStore::EstimateRows() const {
+  uint64_t n = 0;
+  db()->GetIntProperty(cf_, "rocksdb.estimate-num-keys", &n);
+  return n;
+}
+
+uint64_t RowStore::DiskBytes() const {
+  uint64_t sst = 0, mem = 0;
+  db()->GetIntProperty(cf_, "rocksdb.total-sst-files-size", &sst);
+  db()->GetIntProperty(cf_, "rocksdb.cur-size-all-mem-tables", &mem);
+  return sst + mem;
+}
+
+}  // namespace sampan

@@ -1,0 +1,117 @@
+// RowStore: one table's rows in RocksDB. Tables of one pserver share one
+// database (one directory) and each owns a column family. Inside it:
+//
+//   'e'                              -> current epoch (LE32)
+//   'q' + BE32 shard + BE64 writer   -> last applied push sequence (LE64)
+//   'r' + big-endian key             -> the row's stored floats (accessor
+//                                       layout, little-endian float32)
+//                                       followed by the LE32 epoch it was
+//                                       last written in
+//   'x' + big-endian key             -> LE32 epoch a shrink deleted it in
+//
+// Epochs order snapshots: every snapshot (full or delta) ends an epoch, so
+// a delta holds the rows and deletions stamped with the epoch it ends.
+//
+// Delta file format (version 1, all little-endian):
+//   header   "SMPDELTA" | u32 version | u32 0 | u64 epoch it ends
+//   record*  u8 type | u64 key | payload
+//              type 1 row:      u32 n | n x f32 (stored floats)
+//              type 2 deleted:  nothing
+//              type 3 sequence: u32 shard | u64 sequence (key = writer)
+//   trailer  u8 0 | u64 number of records
+// Records of each type appear in increasing key order.
+// A push is written as one WriteBatch holding its changed rows and the
+// sequences of the shards it touched, so both reach the WAL atomically.
+//
+// Thread-safe (RocksDB is); callers order writes to the same row themselves.
+#ifndef SAMPAN_SPARSE_TABLE_ROW_STORE_H_
+#define SAMPAN_SPARSE_TABLE_ROW_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
+#include "sparse_table/sparse_table.h"
+
+namespace sampan {
+
+struct SharedDb;
+
+class RowStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<RowStore>> Open(const TableOptions& o);
+  ~RowStore();
+
+  // values[i] holds key i's stored floats, or is empty when absent.
+  absl::Status MultiGet(absl::Span<const uint64_t> keys,
+                        std::vector<std::string>* values);
+  absl::StatusOr<bool> Get(uint64_t key, std::string* value);
+
+  void PutRow(rocksdb::WriteBatch* batch, uint64_t key, const float* row,
+              uint32_t floats);
+  void DeleteRow(rocksdb::WriteBatch* batch, uint64_t key);
+  void PutSequence(rocksdb::WriteBatch* batch, uint32_t shard,
+                   uint64_t writer, uint64_t sequence);
+  // Writes with the table's durability (sync or not); WAL always on.
+  absl::Status Write(rocksdb::WriteBatch* batch);
+
+  // Calls fn for every recorded (shard, writer, sequence).
+  absl::Status ForEachSequence(
+      const std::function<void(uint32_t, uint64_t, uint64_t)>& fn);
+  // Calls fn(key, floats, n) for every row, in key order, from a consistent
+  // view; fn's writes into the batch are committed every few thousand rows.
+  absl::Status RewriteRows(
+      const std::function<void(uint64_t, const float*, uint32_t,
+                               rocksdb::WriteBatch*)>& fn);
+
+  absl::Status SyncWal();
+
+  // Snapshots. The caller keeps every write out while these run (the table
+  // holds all its shard locks), except WriteDelta, which reads a RocksDB
+  // snapshot BeginDelta took.
+  uint32_t epoch() const { return epoch_.load(); }
+  // Ends the epoch, then checkpoints the database into `dir`.
+  absl::Status Checkpoint(const std::string& dir);
+  struct DeltaToken {
+    uint32_t epoch = 0;  // the epoch the delta ends
+    const rocksdb::Snapshot* snapshot = nullptr;
+  };
+  absl::StatusOr<DeltaToken> BeginDelta();
+  // Writes the delta file and releases the token's snapshot.
+  absl::Status WriteDelta(const std::string& path, DeltaToken token);
+  // Ingests a delta file (as one SST file) and resumes at the epoch after it.
+  // FailedPrecondition unless it ends the epoch this store is in.
+  absl::Status ApplyDelta(const std::string& path);
+  // Ingests rows (key, stored floats) as one SST file; keys unique.
+  absl::Status Ingest(std::vector<std::pair<uint64_t, std::vector<float>>> rows);
+
+  uint64_t EstimateRows() const;
+  uint64_t DiskBytes() const;
+
+ private:
+  RowStore(std::shared_ptr<SharedDb> db, rocksdb::ColumnFamilyHandle* cf,
+           bool sync, std::string dir);
+  rocksdb::DB* db() const;
+  absl::Status PutEpoch(uint32_t epoch);
+  absl::Status IngestSst(
+      std::vector<std::pair<std::string, std::string>>& puts,
+      const std::vector<std::string>& deletes);
+
+  std::shared_ptr<SharedDb> shared_;
+  rocksdb::ColumnFamilyHandle* const cf_;  // owned by shared_
+  const bool sync_;
+  std::atomic<uint32_t> epoch_{1};
+  const std::string dir_;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_SPARSE_TABLE_ROW_STORE_H_

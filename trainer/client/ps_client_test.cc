@@ -1,0 +1,228 @@
+// A real gRPC server on a loopback port, driven by the real client and by a
+// raw stub for requests the client would never send.
+#include "trainer/client/ps_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "common/hash.h"
+#include "gtest/gtest.h"
+#include "pserver/pserver.h"
+
+namespace sampan {
+namespace {
+
+constexpr uint32_t kShards = 16;
+
+// Two pservers of one job, each in this process on its own port.
+class PserverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (uint32_t i = 0; i < 2; ++i) {
+      PserverOptions o;
+      o.index = i;
+      o.num_pservers = 2;
+      o.num_shards = kShards;
+      TableOptions t;
+      t.num_shards = kShards;
+      t.embedding_dim = 0;  // w only: a counter per key
+      t.rule = OptimizerRule::kSgd;
+      t.learning_rate = 1.0f;
+      auto table = NewTable(t);
+      ASSERT_TRUE(table.ok()) << table.status();
+      pservers_.push_back(Pserver::Create(o, std::move(*table)));
+      grpc::ServerBuilder builder;
+      int port = 0;
+      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                               &port);
+      builder.SetMaxReceiveMessageSize(256 << 20);  // as sampan pserver does
+      builder.RegisterService(pservers_.back()->service());
+      servers_.push_back(builder.BuildAndStart());
+      ASSERT_NE(port, 0);
+      addresses_.push_back("127.0.0.1:" + std::to_string(port));
+    }
+  }
+
+  void TearDown() override {
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      servers_[i]->Shutdown();
+      pservers_[i]->Stop();
+    }
+  }
+
+  PsClientOptions ClientOptions() const {
+    PsClientOptions o;
+    o.pserver_addresses = addresses_;
+    o.num_shards = kShards;
+    o.row_dim = 1;
+    o.deadline = absl::Seconds(5);
+    o.retry_timeout = absl::Seconds(5);
+    return o;
+  }
+
+  // A raw stub to the pserver that owns `key`.
+  std::unique_ptr<ps::SparseTable::Stub> StubFor(uint64_t key, int* index) {
+    *index = PserverOfShard(ShardOf(key, kShards), 2);
+    return ps::SparseTable::NewStub(grpc::CreateChannel(
+        addresses_[*index], grpc::InsecureChannelCredentials()));
+  }
+
+  std::vector<std::unique_ptr<Pserver>> pservers_;
+  std::vector<std::unique_ptr<grpc::Server>> servers_;
+  std::vector<std::string> addresses_;
+};
+
+std::vector<float> PullAll(PsClient& client, const std::vector<uint64_t>& k) {
+  std::vector<float> out(k.size(), -1.0f);
+  EXPECT_TRUE(client.Pull(k, false, out.data()).ok());
+  return out;
+}
+
+TEST_F(PserverTest, ConcurrentClientsMatchSingleThreadedReference) {
+  constexpr int kClients = 4, kThreads = 3, kRounds = 40, kKeys = 500;
+  std::vector<uint64_t> keys(kKeys);
+  for (int i = 0; i < kKeys; ++i) keys[i] = FeatureSign(1, std::to_string(i));
+  // Reference: every thread pushes -(1 + i % 3) to key i each round; with
+  // SGD and learning rate 1, w[i] ends at the exact integer sum.
+  std::vector<float> expected(kKeys);
+  for (int i = 0; i < kKeys; ++i) {
+    expected[i] = kClients * kThreads * kRounds * (1 + i % 3);
+  }
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    PsClientOptions o = ClientOptions();
+    o.writer_id = c + 1;
+    o.max_keys_per_request = 64;  // forces splitting into many requests
+    std::shared_ptr<PsClient> client = PsClient::Create(o);
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([client, &keys] {
+        std::vector<float> grads(kKeys), ones(kKeys, 1), zeros(kKeys, 0);
+        for (int i = 0; i < kKeys; ++i) grads[i] = -(1 + i % 3);
+        std::vector<float> rows(kKeys);
+        for (int r = 0; r < kRounds; ++r) {
+          ASSERT_TRUE(client->Pull(keys, true, rows.data()).ok());
+          ASSERT_TRUE(client->PushAsync(keys, grads, ones, zeros).ok());
+        }
+        ASSERT_TRUE(client->Flush().ok());
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  auto reader = PsClient::Create(ClientOptions());
+  EXPECT_EQ(PullAll(*reader, keys), expected);
+}
+
+TEST_F(PserverTest, ReplayedPushIsAppliedOnce) {
+  const uint64_t key = FeatureSign(2, "x");
+  int index;
+  auto stub = StubFor(key, &index);
+  ps::PushRequest req;
+  req.add_keys(key);
+  const float grad = -1.0f;
+  req.set_grads(&grad, sizeof grad);
+  req.add_shows(1);
+  req.add_clicks(0);
+  req.set_writer_id(99);
+  req.set_sequence(1);
+  for (int attempt = 0; attempt < 3; ++attempt) {  // a retried push
+    grpc::ClientContext ctx;
+    ps::PushResponse resp;
+    ASSERT_TRUE(stub->Push(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.applied(), attempt == 0 ? 1u : 0u);
+  }
+  auto client = PsClient::Create(ClientOptions());
+  EXPECT_EQ(PullAll(*client, {key}), std::vector<float>{1.0f});
+}
+
+// Sends `req` and expects INVALID_ARGUMENT whose message contains `what`.
+void ExpectRejected(ps::SparseTable::Stub& stub, const ps::PushRequest& req,
+                    const std::string& what) {
+  grpc::ClientContext ctx;
+  ps::PushResponse resp;
+  grpc::Status s = stub.Push(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what;
+  EXPECT_TRUE(absl::StrContains(s.error_message(), what)) << s.error_message();
+}
+
+TEST_F(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
+  const uint64_t key = FeatureSign(3, "y");
+  int index;
+  auto stub = StubFor(key, &index);
+  ps::PushRequest good;
+  good.add_keys(key);
+  const float grad = -2.0f;
+  good.set_grads(&grad, sizeof grad);
+  good.add_shows(1);
+  good.add_clicks(1);
+
+  ps::PushRequest truncated = good;
+  truncated.set_grads(std::string(3, '\0'));
+  ExpectRejected(*stub, truncated, "grads has 3 bytes, expected 4");
+
+  ps::PushRequest mismatched = good;
+  mismatched.add_shows(1);
+  ExpectRejected(*stub, mismatched, "shows/clicks have 2/1 entries");
+
+  ps::PushRequest wrong_table = good;
+  wrong_table.set_table_id(7);
+  ExpectRejected(*stub, wrong_table, "unknown table_id 7");
+
+  ps::PushRequest misrouted = good;
+  uint64_t other = key + 1;
+  while (PserverOfShard(ShardOf(other, kShards), 2) == index) ++other;
+  misrouted.set_keys(0, other);
+  ExpectRejected(*stub, misrouted, "not pserver");
+
+  ps::PushRequest not_finite = good;
+  const float nan = std::nanf("");
+  not_finite.set_grads(&nan, sizeof nan);
+  ExpectRejected(*stub, not_finite, "not finite");
+
+  ps::PushRequest oversized;
+  oversized.mutable_keys()->Resize(kMaxKeysPerRequest + 1, key);
+  ExpectRejected(*stub, oversized, "exceed the limit");
+
+  // None of that changed anything, and a good push still works.
+  grpc::ClientContext ctx;
+  ps::PushResponse resp;
+  ASSERT_TRUE(stub->Push(&ctx, good, &resp).ok());
+  auto client = PsClient::Create(ClientOptions());
+  EXPECT_EQ(PullAll(*client, {key}), std::vector<float>{2.0f});
+}
+
+TEST_F(PserverTest, LargePullIsSplitNotRejected) {
+  PsClientOptions o = ClientOptions();
+  o.max_keys_per_request = 1000;
+  auto client = PsClient::Create(o);
+  std::vector<uint64_t> keys(25000);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = i * 7919 + 1;
+  std::vector<float> grads(keys.size()), ones(keys.size(), 1),
+      zeros(keys.size(), 0);
+  for (size_t i = 0; i < keys.size(); ++i) grads[i] = -float(i % 5);
+  ASSERT_TRUE(client->PushAsync(keys, grads, ones, zeros).ok());
+  ASSERT_TRUE(client->Flush().ok());
+  std::vector<float> rows = PullAll(*client, keys);
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(rows[i], float(i % 5));
+}
+
+TEST_F(PserverTest, DeadServerFailsWithinTheRetryBudget) {
+  PsClientOptions o = ClientOptions();
+  o.deadline = absl::Milliseconds(200);
+  o.retry_timeout = absl::Milliseconds(600);
+  servers_[1]->Shutdown();  // pserver 1 is gone
+  auto client = PsClient::Create(o);
+  std::vector<uint64_t> keys(64);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = i + 1;
+  std::vector<float> rows(keys.size());
+  const absl::Time start = absl::Now();
+  absl::Status s = client->Pull(keys, false, rows.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "pserver 1")) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // bounded, not a hang
+}
+
+}  // namespace
+}  // namespace sampan

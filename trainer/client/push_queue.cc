@@ -1,0 +1,169 @@
+#include "trainer/client/push_queue.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "trainer/client/retry.h"
+
+namespace sampan {
+
+void MergedPush::Clear() {
+  index.clear();
+  keys.clear();
+  grads.clear();
+  shows.clear();
+  clicks.clear();
+}
+
+PushQueue::PushQueue(const PsClientOptions& options, int pserver,
+                     std::shared_ptr<ps::SparseTable::Stub> stub)
+    : options_(options),
+      pserver_(pserver),
+      stub_(std::move(stub)),
+      metrics_(NewPushQueueMetrics(pserver)) {
+  sender_ = std::thread([this] { SenderLoop(); });
+}
+
+PushQueue::~PushQueue() {
+  (void)Flush();
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  sender_.join();
+}
+
+absl::Status PushQueue::Add(absl::Span<const uint64_t> keys, const float* grads,
+                            const float* shows, const float* clicks,
+                            const std::vector<uint32_t>& positions) {
+  const uint32_t dim = options_.row_dim;
+  absl::MutexLock lock(&mu_);
+  auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return pending_.size() < options_.max_pending_keys || !error_.ok();
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&has_room),
+                            options_.retry_timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("push queue of pserver ", pserver_, " full for ",
+                     absl::FormatDuration(options_.retry_timeout)));
+  }
+  if (!error_.ok()) return error_;
+  if (pending_.size() == 0) pending_.oldest = absl::Now();
+  for (uint32_t i : positions) {
+    auto [it, inserted] = pending_.index.try_emplace(keys[i], pending_.size());
+    if (inserted) {
+      pending_.keys.push_back(keys[i]);
+      pending_.grads.insert(pending_.grads.end(), grads + size_t{i} * dim,
+                            grads + size_t{i + 1} * dim);
+      pending_.shows.push_back(shows[i]);
+      pending_.clicks.push_back(clicks[i]);
+      continue;
+    }
+    float* merged = &pending_.grads[size_t{it->second} * dim];
+    for (uint32_t f = 0; f < dim; ++f) merged[f] += grads[size_t{i} * dim + f];
+    pending_.shows[it->second] += shows[i];
+    pending_.clicks[it->second] += clicks[i];
+  }
+  metrics_.pending_keys->Set(pending_.size());
+  return absl::OkStatus();
+}
+
+absl::Status PushQueue::Flush() {
+  absl::MutexLock lock(&mu_);
+  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return (pending_.size() == 0 && !sending_) || !error_.ok();
+  };
+  // The sender gives up on a request after retry_timeout, so this ends.
+  mu_.Await(absl::Condition(&drained));
+  return error_;
+}
+
+void PushQueue::AddStats(PsClientStats* stats) const {
+  stats->push_retries += retries_.load();
+  stats->pushes_sent += sent_.load();
+  absl::MutexLock lock(&mu_);
+  stats->pending_keys += pending_.size();
+  absl::Time oldest = absl::InfiniteFuture();
+  if (sending_) oldest = sending_since_;
+  if (pending_.size() > 0) oldest = std::min(oldest, pending_.oldest);
+  if (oldest != absl::InfiniteFuture()) {
+    stats->push_lag = std::max(stats->push_lag, absl::Now() - oldest);
+  }
+}
+
+void PushQueue::SenderLoop() {
+  MergedPush batch;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      sending_ = false;
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return pending_.size() > 0 || stop_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (pending_.size() == 0) return;  // stopping, nothing left
+      batch.Clear();
+      std::swap(batch, pending_);
+      sending_ = true;
+      sending_since_ = batch.oldest;
+      metrics_.pending_keys->Set(0);
+    }
+    metrics_.lag_seconds->Set(
+        absl::ToDoubleSeconds(absl::Now() - batch.oldest));
+    absl::Status status = SendBatch(batch);
+    metrics_.lag_seconds->Set(0);
+    if (!status.ok()) {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) error_ = status;
+    }
+  }
+}
+
+absl::Status PushQueue::SendBatch(const MergedPush& batch) {
+  const size_t dim = options_.row_dim;
+  for (size_t begin = 0; begin < batch.size();
+       begin += options_.max_keys_per_request) {
+    const size_t end =
+        std::min(batch.size(), begin + options_.max_keys_per_request);
+    ps::PushRequest req;
+    req.set_writer_id(options_.writer_id);
+    req.set_sequence(next_sequence_++);
+    req.mutable_keys()->Add(batch.keys.begin() + begin,
+                            batch.keys.begin() + end);
+    req.mutable_shows()->Add(batch.shows.begin() + begin,
+                             batch.shows.begin() + end);
+    req.mutable_clicks()->Add(batch.clicks.begin() + begin,
+                              batch.clicks.begin() + end);
+    req.set_grads(reinterpret_cast<const char*>(&batch.grads[begin * dim]),
+                  (end - begin) * dim * sizeof(float));
+    if (absl::Status s = SendWithRetries(&req); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PushQueue::SendWithRetries(ps::PushRequest* req) {
+  Backoff backoff(options_.initial_backoff, options_.max_backoff,
+                  options_.retry_timeout);
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
+    ps::PushResponse resp;
+    const grpc::Status s = stub_->Push(&context, *req, &resp);
+    if (s.ok()) {
+      sent_.fetch_add(1, std::memory_order_relaxed);
+      metrics_.requests->Increment();
+      return absl::OkStatus();
+    }
+    if (!IsTransient(s.error_code()) || !backoff.Wait()) {
+      return absl::Status(
+          static_cast<absl::StatusCode>(s.error_code()),
+          absl::StrCat("Push to pserver ", pserver_, " (",
+                       options_.pserver_addresses[pserver_], "), sequence ",
+                       req->sequence(), ": ", s.error_message()));
+    }
+    retries_.fetch_add(1, std::memory_order_relaxed);
+    metrics_.retries->Increment();
+  }
+}
+
+}  // namespace sampan

@@ -1,0 +1,80 @@
+// The push path to one pserver: a bounded queue that merges gradients per
+// key, and one sender thread that ships the merged batch with retries.
+//
+// Ownership and locking: `mu_` guards the pending batch, the sending flag
+// and the first error. The sender thread owns the batch it is sending (taken
+// out of the queue under the lock, sent without it). Sequences are assigned
+// only by the sender thread, one per request, in order, so the pserver sees
+// this writer's sequences increasing.
+#ifndef SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
+#define SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "proto/ps.grpc.pb.h"
+#include "trainer/client/client_metrics.h"
+#include "trainer/client/ps_client.h"
+
+namespace sampan {
+
+// Gradients merged per key: keys[i] owns grads[i*dim .. (i+1)*dim).
+struct MergedPush {
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  std::vector<uint64_t> keys;
+  std::vector<float> grads, shows, clicks;
+  absl::Time oldest;  // when the first gradient in here was queued
+
+  size_t size() const { return keys.size(); }
+  void Clear();
+};
+
+class PushQueue {
+ public:
+  PushQueue(const PsClientOptions& options, int pserver,
+            std::shared_ptr<ps::SparseTable::Stub> stub);
+  ~PushQueue();  // stops the sender after a Flush
+
+  // Merges the rows at `positions` of the caller's arrays. Blocks while the
+  // queue is full (up to retry_timeout). Returns the first push error.
+  absl::Status Add(absl::Span<const uint64_t> keys, const float* grads,
+                   const float* shows, const float* clicks,
+                   const std::vector<uint32_t>& positions);
+
+  // Waits until everything queued is acknowledged or has failed.
+  absl::Status Flush();
+
+  void AddStats(PsClientStats* stats) const;
+
+ private:
+  void SenderLoop();
+  // Sends `batch` in requests of at most max_keys_per_request keys.
+  absl::Status SendBatch(const MergedPush& batch);
+  absl::Status SendWithRetries(ps::PushRequest* request);
+
+  const PsClientOptions& options_;
+  const int pserver_;
+  std::shared_ptr<ps::SparseTable::Stub> stub_;
+  uint64_t next_sequence_ = 1;  // sender thread only
+  std::atomic<uint64_t> retries_{0}, sent_{0};
+  const PushQueueMetrics metrics_;
+
+  mutable absl::Mutex mu_;
+  MergedPush pending_ ABSL_GUARDED_BY(mu_);
+  bool sending_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time sending_since_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::thread sender_;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_

@@ -1,0 +1,55 @@
+// Retry policy shared by pulls and pushes: which failures are transient, and
+// exponential backoff with jitter bounded by a total budget.
+#ifndef SAMPAN_TRAINER_CLIENT_RETRY_H_
+#define SAMPAN_TRAINER_CLIENT_RETRY_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <random>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace sampan {
+
+// Failures that a later attempt may not meet: the server is down, slow or
+// shedding load. Anything else (a bad request) will fail again.
+inline bool IsTransient(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+         code == grpc::StatusCode::ABORTED;
+}
+
+// Not thread-safe: one per retrying call.
+class Backoff {
+ public:
+  Backoff(absl::Duration initial, absl::Duration max, absl::Duration budget)
+      : delay_(initial),
+        max_(max),
+        give_up_(absl::Now() + budget),
+        rng_(std::random_device{}()) {}
+
+  // Sleeps before the next attempt; false (without sleeping) once the budget
+  // is spent. Jitter spreads the retries of many clients after an outage.
+  bool Wait() {
+    const absl::Time now = absl::Now();
+    if (now >= give_up_) return false;
+    std::uniform_real_distribution<double> jitter(0.5, 1.0);
+    absl::Duration sleep = delay_ * jitter(rng_);
+    if (now + sleep > give_up_) sleep = give_up_ - now;
+    absl::SleepFor(sleep);
+    delay_ = std::min(delay_ * 2, max_);
+    return true;
+  }
+
+ private:
+  absl::Duration delay_;
+  const absl::Duration max_;
+  const absl::Time give_up_;
+  std::minstd_rand rng_;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_CLIENT_RETRY_H_
