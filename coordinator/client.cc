@@ -88,6 +88,25 @@ absl::Status CoordinatorClient::KvPut(const std::string& key,
   return GrpcToStatus(stub_->KvPut(&context, req, &resp), "KvPut");
 }
 
+absl::StatusOr<std::string> CoordinatorClient::KvGet(const std::string& key,
+                                                     bool wait,
+                                                     absl::Duration timeout) {
+  grpc::ClientContext context;
+  // A waiting reader may start before the coordinator is up.
+  context.set_wait_for_ready(wait);
+  SetDeadline(&context, wait ? timeout : rpc_deadline_);
+  coord::KvGetRequest req;
+  req.set_key(key);
+  req.set_wait(wait);
+  coord::KvGetResponse resp;
+  grpc::Status s = stub_->KvGet(&context, req, &resp);
+  if (!s.ok()) return GrpcToStatus(s, absl::StrCat("KvGet '", key, "'"));
+  if (!resp.found()) {
+    return absl::NotFoundError(absl::StrCat("KvGet: key '", key, "' not set"));
+  }
+  return resp.value();
+}
+
 absl::StatusOr<coord::JobStatusResponse> CoordinatorClient::JobStatus() {
   grpc::ClientContext context;
   SetDeadline(&context, rpc_deadline_);

@@ -26,6 +26,10 @@ class CoordinatorClient {
   absl::StatusOr<coord::ClusterSpec> WaitClusterSpec();
   absl::Status Barrier(const std::string& name, int count, int index);
   absl::Status KvPut(const std::string& key, const std::string& value);
+  // Returns the value of `key`. With `wait`, waits up to `timeout` for the key
+  // to be set (DEADLINE_EXCEEDED after); without, NOT_FOUND when absent.
+  absl::StatusOr<std::string> KvGet(const std::string& key, bool wait,
+                                    absl::Duration timeout);
   absl::StatusOr<coord::JobStatusResponse> JobStatus();
 
   const std::string& address() const { return address_; }

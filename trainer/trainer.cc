@@ -3,6 +3,7 @@
 #include <atomic>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -154,6 +155,19 @@ class Trainer {
         input_(config, rank) {}
 
   absl::Status Run() {
+    // Deep models keep dense weights in the trainer; until a DenseSync for
+    // several trainers exists (trainer/dense_sync.h) they run locally.
+    if (config_.model().type() != LR && config_.model().type() != FM) {
+      return absl::UnimplementedError(absl::StrCat(
+          "model.type ", ModelType_Name(config_.model().type()),
+          " trains with `sampan train-local` for now; `sampan run` supports "
+          "LR and FM"));
+    }
+    if (config_.data().format() != CRITEO_TSV) {
+      return absl::UnimplementedError(
+          "`sampan run` reads CRITEO_TSV; use `sampan train-local` for "
+          "other formats");
+    }
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
     absl::Status status = Train();
@@ -186,7 +200,10 @@ class Trainer {
     options.num_shards = config_.table().num_shards();
     options.row_dim = model_.row_dim();
     options.deadline = Seconds(config_.cluster().rpc_deadline_seconds());
-    options.trainer_id = rank_;
+    // A fresh writer per incarnation: a restarted trainer's sequences start
+    // again at 1 and must not be taken for replays of the old ones.
+    options.writer_id = (uint64_t{static_cast<uint32_t>(rank_)} << 32) |
+                        std::random_device{}();
     ps_ = PsClient::Create(options);
     SAMPAN_LOG(INFO) << "trainer " << rank_ << " connected to "
                      << options.pserver_addresses.size() << " pservers";

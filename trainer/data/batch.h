@@ -1,8 +1,11 @@
 // A batch of parsed examples in compressed-row form: example i owns
 // signs[offsets[i] .. offsets[i+1]). Signs are FeatureSign(slot, value).
+// slots[j], when filled (readers that know fields do), is the slot of
+// signs[j]; deep models pool embeddings per slot.
 #ifndef SAMPAN_TRAINER_DATA_BATCH_H_
 #define SAMPAN_TRAINER_DATA_BATCH_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -12,12 +15,14 @@ struct Batch {
   std::vector<float> labels;      // 0 or 1; 0 for unlabeled data
   std::vector<uint32_t> offsets;  // size() == labels.size() + 1
   std::vector<uint64_t> signs;
+  std::vector<uint16_t> slots;  // empty or signs.size()
 
   size_t size() const { return labels.size(); }
   void Clear() {
     labels.clear();
     offsets.assign(1, 0);
     signs.clear();
+    slots.clear();
   }
 };
 

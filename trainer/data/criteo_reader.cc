@@ -47,6 +47,12 @@ inline std::string_view StripCr(std::string_view line) {
 
 absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
                              std::vector<uint64_t>* signs) {
+  return ParseCriteoLine(line, labeled, label, signs, nullptr);
+}
+
+absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
+                             std::vector<uint64_t>* signs,
+                             std::vector<uint16_t>* slots) {
   line = StripCr(line);
   const int expected = labeled ? kLabeledFields : kLabeledFields - 1;
 
@@ -80,6 +86,7 @@ absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
   }
 
   uint64_t out[kCriteoIntFields + kCriteoCatFields];
+  uint16_t out_slots[kCriteoIntFields + kCriteoCatFields];
   int k = 0;
   for (int i = 0; i < kCriteoIntFields; ++i, ++f) {
     const std::string_view field = fields[f];
@@ -94,16 +101,19 @@ absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
     char buf[24];
     buf[0] = 'b';
     const auto res = std::to_chars(buf + 1, buf + sizeof(buf), Bucket(v));
+    out_slots[k] = static_cast<uint16_t>(i + 1);
     out[k++] = FeatureSign(static_cast<uint32_t>(i + 1),
                            std::string_view(buf, res.ptr - buf));
   }
   for (int i = 0; i < kCriteoCatFields; ++i, ++f) {
     const std::string_view field = fields[f];
     if (field.empty()) continue;
+    out_slots[k] = static_cast<uint16_t>(kCriteoIntFields + 1 + i);
     out[k++] =
         FeatureSign(static_cast<uint32_t>(kCriteoIntFields + 1 + i), field);
   }
   signs->insert(signs->end(), out, out + k);
+  if (slots != nullptr) slots->insert(slots->end(), out_slots, out_slots + k);
   *label = row_label;
   return absl::OkStatus();
 }
@@ -266,7 +276,8 @@ bool CriteoReader::NextBatch(size_t max_rows, Batch* batch) {
     if (line.empty() && pos_ >= file_size_) continue;
     float label = 0;
     const absl::Status status =
-        ParseCriteoLine(line, options_.labeled, &label, &batch->signs);
+        ParseCriteoLine(line, options_.labeled, &label, &batch->signs,
+                        &batch->slots);
     if (status.ok()) {
       batch->labels.push_back(label);
       batch->offsets.push_back(static_cast<uint32_t>(batch->signs.size()));

@@ -35,6 +35,10 @@ inline constexpr int kCriteoCatFields = 26;
 // ("field I3: expected integer, got \"x\"").
 absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
                              std::vector<uint64_t>* signs);
+// As above, and when `slots` is not null appends each sign's slot (1..39).
+absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
+                             std::vector<uint64_t>* signs,
+                             std::vector<uint16_t>* slots);
 
 struct CriteoReaderOptions {
   // True for the 40-field training form, false for the 39-field test form.

@@ -76,4 +76,19 @@ double StreamingAuc::Auc() const {
   return area / (total_pos * neg_below);
 }
 
+EvalMetrics Evaluate(const std::vector<float>& probs,
+                     const std::vector<float>& labels) {
+  EvalMetrics m;
+  m.rows = probs.size();
+  m.auc = ExactAuc(probs, labels);
+  m.logloss = LogLoss(probs, labels);
+  double predicted = 0, clicks = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    predicted += probs[i];
+    clicks += labels[i];
+  }
+  m.copc = predicted > 0 ? clicks / predicted : 0.0;
+  return m;
+}
+
 }  // namespace sampan

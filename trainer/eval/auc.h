@@ -20,6 +20,15 @@ double ExactAuc(const std::vector<float>& scores,
 double LogLoss(const std::vector<float>& probs,
                const std::vector<float>& labels);
 
+// Test-set figures: exact AUC, mean logloss, COPC (clicks over predicted
+// clicks; 1 is calibrated, 0 when nothing is predicted) and the row count.
+struct EvalMetrics {
+  double auc = 0.5, logloss = 0, copc = 0;
+  uint64_t rows = 0;
+};
+EvalMetrics Evaluate(const std::vector<float>& probs,
+                     const std::vector<float>& labels);
+
 // Not thread-safe: one per thread, merged with Merge().
 class StreamingAuc {
  public:

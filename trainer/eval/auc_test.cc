@@ -42,5 +42,17 @@ TEST(LogLossTest, KnownValues) {
   EXPECT_NEAR(LogLoss({0.9f}, {1}), -std::log(0.9), 1e-6);
 }
 
+TEST(EvaluateTest, CopcAndLogloss) {
+  const std::vector<float> probs = {0.25f, 0.25f, 0.5f, 0.5f};
+  const std::vector<float> labels = {0, 1, 0, 1};
+  const EvalMetrics m = Evaluate(probs, labels);
+  EXPECT_EQ(m.rows, 4u);
+  EXPECT_NEAR(m.copc, 2.0 / 1.5, 1e-9);
+  EXPECT_NEAR(m.auc, 0.5, 1e-9);
+  EXPECT_NEAR(m.logloss,
+              -(std::log(0.75) + std::log(0.25) + 2 * std::log(0.5)) / 4,
+              1e-6);
+}
+
 }  // namespace
 }  // namespace sampan

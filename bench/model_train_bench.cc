@@ -1,0 +1,146 @@
+// Trains one CTR model locally (in-process table, data in memory) on a file
+// holding out its last lines, and prints test AUC/logloss/COPC, training
+// examples/s, the dense FLOP/s it reached, and the machine's Eigen GEMM
+// FLOP/s measured in the same run (single-threaded, per core, times threads).
+//
+//   model_train_bench --data=FILE [--format=criteo|avazu] [--model=deepfm]
+//     [--holdout=0.1] [--epochs=1] [--threads=2] [--batch=1024] [--dim=8]
+//     [--hidden=400,400,400] [--cross=3] [--lr=0.05] [--dense_lr=0.001]
+//     [--l2=0] [--init=0.01] [--seed=1] [--min_count=0] [--gemm]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "common/flags.h"
+#include "trainer/local_trainer.h"
+
+namespace sampan {
+namespace {
+
+double Num(const Flags& f, const std::string& name, double def) {
+  double v = def;
+  if (f.Has(name) && !absl::SimpleAtod(f.Get(name), &v)) {
+    std::fprintf(stderr, "--%s: not a number\n", name.c_str());
+    std::exit(2);
+  }
+  return v;
+}
+
+bool ParseKind(const std::string& s, CtrKind* kind) {
+  const std::pair<const char*, CtrKind> kinds[] = {
+      {"lr", CtrKind::kLr},         {"fm", CtrKind::kFm},
+      {"dnn", CtrKind::kDnn},       {"wide_deep", CtrKind::kWideDeep},
+      {"deepfm", CtrKind::kDeepFm}, {"dcn_v2", CtrKind::kDcnV2}};
+  for (const auto& [name, k] : kinds) {
+    if (s == name) {
+      *kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+// FLOP/s of one thread multiplying 1024 x 400 by 400 x 400 (the DeepFM MLP's
+// shape), median-free best of 5 to see the machine's attainable rate.
+double GemmFlops() {
+  using M =
+      Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  M a = M::Random(1024, 400), b = M::Random(400, 400), c(1024, 400);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i) c.noalias() = a * b;
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    best = std::max(best, 20 * 2.0 * 1024 * 400 * 400 / s);
+  }
+  if (c(0, 0) == 12345.f) std::puts("");  // keep c alive
+  return best;
+}
+
+int Main(int argc, char** argv) {
+  auto flags =
+      Flags::Parse(argc, argv, 1,
+                   {"data", "format", "model", "holdout", "epochs", "threads",
+                    "batch", "dim", "hidden", "cross", "lr", "dense_lr", "l2",
+                    "init", "seed", "gemm", "dense_l2", "min_count"});
+  if (!flags.ok() || !flags->Has("data")) {
+    std::fprintf(stderr, "usage: model_train_bench --data=FILE ...\n");
+    return 2;
+  }
+  const Flags& f = *flags;
+  LoadOptions load;
+  load.format = f.Get("format", "criteo") == "avazu" ? DataFileFormat::kAvazu
+                                                     : DataFileFormat::kCriteo;
+  const double holdout = Num(f, "holdout", 0.1);
+  load.end_fraction = 1 - holdout;
+  auto train = LoadDataset(f.Get("data"), load);
+  load.begin_fraction = 1 - holdout;
+  load.end_fraction = 1;
+  auto test = LoadDataset(f.Get("data"), load);
+  if (!train.ok() || !test.ok()) {
+    std::fprintf(
+        stderr, "%s\n",
+        std::string((train.ok() ? test : train).status().message()).c_str());
+    return 1;
+  }
+  const int min_count = Num(f, "min_count", 0);
+  if (min_count > 1) MergeRareSigns(min_count, &*train, {&*test});
+  LocalTrainOptions o;
+  if (!ParseKind(f.Get("model", "deepfm"), &o.model.kind)) {
+    std::fprintf(stderr, "--model: lr fm dnn wide_deep deepfm dcn_v2\n");
+    return 2;
+  }
+  o.model.fields = FieldsOf(load.format);
+  o.model.embedding_dim = Num(f, "dim", 8);
+  o.model.hidden.clear();
+  for (absl::string_view h :
+       absl::StrSplit(f.Get("hidden", "400,400,400"), ',', absl::SkipEmpty())) {
+    int v = 0;
+    if (absl::SimpleAtoi(h, &v)) o.model.hidden.push_back(v);
+  }
+  o.model.cross_layers = Num(f, "cross", 3);
+  o.model.seed = Num(f, "seed", 1);
+  o.table.learning_rate = Num(f, "lr", 0.05);
+  o.table.l2 = Num(f, "l2", 0);
+  o.table.init_range = Num(f, "init", 0.01);
+  o.dense.learning_rate = Num(f, "dense_lr", 0.001);
+  o.dense.l2 = Num(f, "dense_l2", 0);
+  o.threads = Num(f, "threads", 2);
+  o.batch_size = Num(f, "batch", 1024);
+  o.epochs = Num(f, "epochs", 1);
+  o.seed = o.model.seed;
+  auto r = TrainLocal(*train, &*test, o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(r.status().message()).c_str());
+    return 1;
+  }
+  const double macs = CtrModel(o.model).DenseMacsPerExample();
+  // Forward, and backward's two products per layer: 3 GEMMs of 2 FLOP/MAC.
+  const double flops = 6 * macs * r->examples_per_second;
+  std::printf(
+      "model=%s train=%zu test=%zu epochs=%d threads=%d test_auc=%.4f "
+      "logloss=%.4f copc=%.3f examples_per_s=%.0f dense_gflops=%.1f",
+      f.Get("model", "deepfm").c_str(), train->size(), test->size(), o.epochs,
+      o.threads, r->test.auc, r->test.logloss, r->test.copc,
+      r->examples_per_second, flops / 1e9);
+  if (f.GetBool("gemm")) {
+    const double gemm = GemmFlops();
+    std::printf(" gemm_gflops_per_core=%.1f x%d=%.1f fraction=%.2f", gemm / 1e9,
+                o.threads, o.threads * gemm / 1e9, flops / (o.threads * gemm));
+  }
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace sampan
+
+int main(int argc, char** argv) { return sampan::Main(argc, argv); }

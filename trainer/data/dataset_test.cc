@@ -1,0 +1,183 @@
+#include "trainer/data/dataset.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "common/hash.h"
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+std::string WritePlain(const std::string& name, const std::string& text) {
+  const std::string path = TempPath(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string WriteGzip(const std::string& name, const std::string& text) {
+  const std::string path = TempPath(name);
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), text.size());
+  gzclose(f);
+  return path;
+}
+
+std::string CriteoLine(int label, const std::string& c1) {
+  std::string line = std::to_string(label);
+  for (int i = 0; i < 13; ++i) line += i == 0 ? "\t5" : "\t";
+  line += "\t" + c1;
+  for (int i = 1; i < 26; ++i) line += "\t";
+  return line + "\n";
+}
+
+TEST(DatasetTest, CriteoGzipMatchesPlainAndCarriesSlots) {
+  const std::string text = CriteoLine(1, "aa") + CriteoLine(0, "bb");
+  for (const std::string& path :
+       {WritePlain("c.tsv", text), WriteGzip("c.tsv.gz", text)}) {
+    auto d = LoadDataset(path, LoadOptions());
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->size(), 2u);
+    EXPECT_EQ(d->labels[0], 1);
+    EXPECT_EQ(d->offsets, (std::vector<uint32_t>{0, 2, 4}));
+    EXPECT_EQ(d->slots, (std::vector<uint16_t>{1, 14, 1, 14}));
+    EXPECT_EQ(d->signs[1], FeatureSign(14, "aa"));
+    EXPECT_EQ(d->signs[3], FeatureSign(14, "bb"));
+  }
+}
+
+TEST(DatasetTest, PartsAndFractionsSplitLinesExactlyOnce) {
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += CriteoLine(i % 2, std::to_string(i));
+  const std::string path = WritePlain("split.tsv", text);
+  std::vector<uint64_t> seen;
+  for (int part = 0; part < 3; ++part) {
+    LoadOptions o;
+    o.part = part;
+    o.num_parts = 3;
+    auto d = LoadDataset(path, o);
+    ASSERT_TRUE(d.ok());
+    for (size_t i = 0; i < d->size(); ++i) seen.push_back(d->signs[2 * i + 1]);
+  }
+  ASSERT_EQ(seen.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(seen[i], FeatureSign(14, std::to_string(i)));
+  }
+  LoadOptions tail;
+  tail.begin_fraction = 0.9;
+  auto d = LoadDataset(path, tail);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 1u);
+  EXPECT_EQ(d->signs[1], FeatureSign(14, "9"));
+}
+
+TEST(DatasetTest, AvazuWithAndWithoutHeader) {
+  std::string row = "1000009418151094273,1,14102100";
+  for (int i = 0; i < 21; ++i) row += ",v" + std::to_string(i);
+  std::string header = "id,click,hour";
+  for (int i = 0; i < 21; ++i) header += ",c" + std::to_string(i);
+  LoadOptions o;
+  o.format = DataFileFormat::kAvazu;
+  for (const std::string& text : {row + "\n", header + "\n" + row + "\n"}) {
+    auto d = LoadDataset(WritePlain("a.csv", text), o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->size(), 1u);
+    EXPECT_EQ(d->labels[0], 1);
+    ASSERT_EQ(d->signs.size(), 22u);
+    EXPECT_EQ(d->signs[0], FeatureSign(1, "00"));
+    EXPECT_EQ(d->signs[21], FeatureSign(22, "v20"));
+    EXPECT_EQ(d->slots[21], 22);
+  }
+}
+
+TEST(DatasetTest, LibsvmAndLibffm) {
+  LoadOptions o;
+  o.format = DataFileFormat::kLibffm;
+  o.max_bad_fraction = 0.5;
+  auto d = LoadDataset(WritePlain("f.ffm", "1 0:12:1 3:7:0.5\n-1 2:9:1\nx\n"), o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ(d->bad_rows, 1u);
+  EXPECT_EQ(d->labels, (std::vector<float>{1, 0}));
+  EXPECT_EQ(d->signs[1], FeatureSign(4, "7"));
+  EXPECT_EQ(d->slots, (std::vector<uint16_t>{1, 4, 3}));
+  o.format = DataFileFormat::kLibsvm;
+  o.max_bad_fraction = 0;
+  d = LoadDataset(WritePlain("s.svm", "0 5:1 6:2\n1 7\n"), o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->signs, (std::vector<uint64_t>{FeatureSign(1, "5"),
+                                             FeatureSign(1, "6"),
+                                             FeatureSign(1, "7")}));
+  d = LoadDataset(WritePlain("bad.svm", "0 5:1\nnot a row\n"), o);
+  EXPECT_FALSE(d.ok());
+}
+
+TEST(DatasetTest, GatherCopiesExamples) {
+  auto d = LoadDataset(WritePlain("g.tsv", CriteoLine(1, "a") +
+                                              CriteoLine(0, "b")),
+                       LoadOptions());
+  ASSERT_TRUE(d.ok());
+  Batch b;
+  const uint32_t index[] = {1, 1, 0};
+  d->Gather(index, 3, &b);
+  EXPECT_EQ(b.labels, (std::vector<float>{0, 0, 1}));
+  EXPECT_EQ(b.offsets, (std::vector<uint32_t>{0, 2, 4, 6}));
+  EXPECT_EQ(b.signs[5], FeatureSign(14, "a"));
+  EXPECT_EQ(b.slots.size(), 6u);
+}
+
+TEST(DatasetTest, MergeRareSignsUsesTrainCounts) {
+  Dataset train, test;
+  auto line = [](int label, const std::string& c1) {
+    std::string l = CriteoLine(label, c1);
+    l.pop_back();  // the newline
+    return l;
+  };
+  train.AddLine(line(1, "common"), DataFileFormat::kCriteo);
+  train.AddLine(line(0, "common"), DataFileFormat::kCriteo);
+  train.AddLine(line(0, "once"), DataFileFormat::kCriteo);
+  test.AddLine(line(0, "common"), DataFileFormat::kCriteo);
+  test.AddLine(line(0, "unseen"), DataFileFormat::kCriteo);
+  MergeRareSigns(2, &train, {&test});
+  const uint64_t rare = FeatureSign(14, "__rare__");
+  EXPECT_EQ(train.signs[1], FeatureSign(14, "common"));
+  EXPECT_EQ(train.signs[5], rare);
+  EXPECT_EQ(test.signs[1], FeatureSign(14, "common"));
+  EXPECT_EQ(test.signs[3], rare);
+  // I1 = 5 occurs in every row: kept.
+  EXPECT_EQ(train.signs[4], test.signs[2]);
+  EXPECT_NE(train.signs[4], rare);
+}
+
+TEST(DatasetTest, RealAvazuAndCriteoFiles) {
+  const char* dir = std::getenv("SAMPAN_DATA_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "SAMPAN_DATA_DIR not set: no real data";
+  LoadOptions o;
+  o.format = DataFileFormat::kAvazu;
+  o.max_bad_fraction = 0;
+  auto a = LoadDataset(std::string(dir) + "/avazu/avazu_5999.csv", o);
+  ASSERT_TRUE(a.ok()) << a.status();
+  // 5999 newline-terminated rows plus an unterminated last one.
+  EXPECT_EQ(a->size(), 6000u);
+  EXPECT_EQ(a->bad_rows, 0u);
+  a = LoadDataset(
+      std::string(dir) + "/avazu/avazu_sample_with_header_100.csv", o);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->size(), 100u);
+  o.format = DataFileFormat::kCriteoUnlabeled;
+  auto c = LoadDataset(std::string(dir) + "/criteo/fixture_unlabeled_200.tsv", o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->size(), 200u);
+}
+
+}  // namespace
+}  // namespace sampan

@@ -1,0 +1,131 @@
+#include "trainer/local_job.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sampan {
+namespace {
+
+DataFileFormat FormatOf(DataFormat f) {
+  switch (f) {
+    case CRITEO_TSV_UNLABELED:
+      return DataFileFormat::kCriteoUnlabeled;
+    case AVAZU_CSV:
+      return DataFileFormat::kAvazu;
+    case LIBSVM:
+      return DataFileFormat::kLibsvm;
+    case LIBFFM:
+      return DataFileFormat::kLibffm;
+    default:
+      return DataFileFormat::kCriteo;
+  }
+}
+
+CtrKind KindOf(ModelType t) {
+  switch (t) {
+    case LR:
+      return CtrKind::kLr;
+    case FM:
+      return CtrKind::kFm;
+    case DNN:
+      return CtrKind::kDnn;
+    case WIDE_DEEP:
+      return CtrKind::kWideDeep;
+    case DCN_V2:
+      return CtrKind::kDcnV2;
+    default:
+      return CtrKind::kDeepFm;
+  }
+}
+
+DenseRule RuleOf(OptimizerType t) {
+  if (t == SGD) return DenseRule::kSgd;
+  if (t == ADAGRAD) return DenseRule::kAdagrad;
+  return DenseRule::kAdam;
+}
+
+}  // namespace
+
+absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
+  const OptimizerConfig& t = c.table().optimizer();
+  if (t.type() != SGD && t.type() != ADAGRAD) {
+    return absl::InvalidArgumentError(
+        "train-local: table.optimizer.type must be SGD or ADAGRAD");
+  }
+  LocalTrainOptions o;
+  o.model.kind = KindOf(c.model().type());
+  const int fields = FieldsOf(FormatOf(c.data().format()));
+  o.model.fields = c.model().num_fields() > 0 ? c.model().num_fields() : fields;
+  if (o.model.fields < 1) {
+    return absl::InvalidArgumentError(
+        "model.num_fields must be set for this data format");
+  }
+  o.model.embedding_dim = c.model().embedding_dim();
+  o.model.hidden.assign(c.model().hidden().begin(), c.model().hidden().end());
+  o.model.cross_layers = c.model().cross_layers();
+  o.table.num_shards = c.table().num_shards();
+  o.table.rule = t.type() == SGD ? OptimizerRule::kSgd : OptimizerRule::kAdagrad;
+  o.table.learning_rate = t.learning_rate();
+  o.table.initial_accumulator = t.initial_accumulator();
+  o.table.init_range = t.init_range();
+  o.table.l2 = t.l2();
+  const OptimizerConfig& d = c.model().dense_optimizer();
+  o.dense.rule = RuleOf(d.type());
+  o.dense.learning_rate = d.learning_rate();
+  o.dense.initial_accumulator = d.initial_accumulator();
+  o.dense.l2 = d.l2();
+  o.threads = c.cluster().threads_per_trainer();
+  o.batch_size = c.data().batch_size();
+  o.epochs = c.data().epochs();
+  o.shuffle = c.data().shuffle();
+  return o;
+}
+
+absl::Status TrainLocalJob(const JobConfig& c) {
+  absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(c);
+  if (!o.ok()) return o.status();
+  if (c.data().train_files_size() == 0) {
+    return absl::InvalidArgumentError("train-local: data.train_files is empty");
+  }
+  LoadOptions load;
+  load.format = FormatOf(c.data().format());
+  load.max_bad_fraction = c.data().max_bad_fraction();
+  const bool holdout = c.data().test_files_size() == 0;
+  if (holdout) load.end_fraction = 1 - c.data().holdout_fraction();
+  absl::StatusOr<Dataset> train = LoadDataset(c.data().train_files(0), load);
+  if (!train.ok()) return train.status();
+  if (holdout) {
+    load.begin_fraction = load.end_fraction;
+    load.end_fraction = 1;
+  }
+  absl::StatusOr<Dataset> test = LoadDataset(
+      holdout ? c.data().train_files(0) : c.data().test_files(0), load);
+  if (!test.ok()) return test.status();
+  if (c.data().min_feature_count() > 1) {
+    MergeRareSigns(c.data().min_feature_count(), &*train, {&*test});
+  }
+  absl::StatusOr<LocalTrainResult> r =
+      TrainLocal(*train, test->size() > 0 ? &*test : nullptr, *o);
+  if (!r.ok()) return r.status();
+  const std::string line = absl::StrFormat(
+      "test AUC %.4f  logloss %.4f  COPC %.3f  on %d held-out rows; trained "
+      "%d examples at %.0f examples/s",
+      r->test.auc, r->test.logloss, r->test.copc, r->test.rows, r->examples,
+      r->examples_per_second);
+  std::printf("%s\n", line.c_str());
+  const std::string path = absl::StrCat(c.output_dir(), "/result.txt");
+  std::ofstream out(path);
+  out << absl::StrFormat(
+      "test_auc=%.6f\ntest_logloss=%.6f\ntest_rows=%d\ntest_copc=%.4f\n"
+      "examples_per_second=%.0f\n",
+      r->test.auc, r->test.logloss, r->test.rows, r->test.copc,
+      r->examples_per_second);
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace sampan

@@ -1,0 +1,22 @@
+// `sampan train-local JOB.yaml`: runs a job's model in one process with an
+// in-process table (trainer/local_trainer.h) on data.train_files[0], testing
+// on data.test_files[0] or, without one, on the last
+// data.holdout_fraction of the training file. Prints the test metrics and
+// writes them to <output_dir>/result.txt like `sampan run`.
+#ifndef SAMPAN_TRAINER_LOCAL_JOB_H_
+#define SAMPAN_TRAINER_LOCAL_JOB_H_
+
+#include "absl/status/status.h"
+#include "proto/job.pb.h"
+#include "trainer/local_trainer.h"
+
+namespace sampan {
+
+// The local-training options a job config asks for.
+absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& config);
+
+absl::Status TrainLocalJob(const JobConfig& config);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_LOCAL_JOB_H_

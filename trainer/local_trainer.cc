@@ -1,0 +1,263 @@
+#include "trainer/local_trainer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "trainer/dense_sync.h"
+#include "trainer/model/fm.h"
+
+namespace sampan {
+namespace {
+
+// One worker's reusable buffers.
+struct Worker {
+  Batch batch;
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> row_of_sign;
+  std::vector<float> rows, grads, shows, clicks, probs, dense, dense_grads;
+  CtrModel::Workspace ws;
+
+  // Fills keys (kBiasSign first) and row_of_sign from the batch.
+  void Dedup() {
+    index.clear();
+    keys.clear();
+    row_of_sign.resize(batch.signs.size());
+    index.emplace(kBiasSign, 0);
+    keys.push_back(kBiasSign);
+    for (size_t j = 0; j < batch.signs.size(); ++j) {
+      auto [it, inserted] = index.try_emplace(batch.signs[j], keys.size());
+      if (inserted) keys.push_back(batch.signs[j]);
+      row_of_sign[j] = it->second;
+    }
+  }
+
+  void CountShowsAndClicks() {
+    shows.assign(keys.size(), 0.0f);
+    clicks.assign(keys.size(), 0.0f);
+    shows[0] = batch.size();
+    for (size_t e = 0; e < batch.size(); ++e) {
+      clicks[0] += batch.labels[e];
+      for (uint32_t j = batch.offsets[e]; j < batch.offsets[e + 1]; ++j) {
+        shows[row_of_sign[j]] += 1;
+        clicks[row_of_sign[j]] += batch.labels[e];
+      }
+    }
+  }
+};
+
+class LocalTrainer {
+ public:
+  LocalTrainer(const Dataset& train, const Dataset* test,
+               const LocalTrainOptions& options)
+      : train_(train), test_(test), options_(options), model_(options.model) {
+    TableOptions table = options.table;
+    table.embedding_dim = model_.row_dim() - 1;
+    table_ = NewMemoryTable(table);
+    std::vector<float> initial(model_.dense_size());
+    model_.InitDense(initial.data());
+    sync_ = NewLocalDenseSync();
+    dense_ = std::make_unique<DenseParams>(std::move(initial), options.dense,
+                                           sync_.get());
+    BuildOrder();
+  }
+
+  absl::StatusOr<LocalTrainResult> Run() {
+    start_ = absl::Now();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < std::max(1, options_.threads); ++t) {
+      threads.emplace_back([this] { Fail(WorkerLoop()); });
+    }
+    for (std::thread& t : threads) t.join();
+    LocalTrainResult result;
+    result.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+    absl::MutexLock lock(&mu_);
+    if (!error_.ok()) return error_;
+    result.examples = examples_;
+    result.examples_per_second = examples_ / result.train_seconds;
+    result.train_loss = examples_ > 0 ? loss_sum_ / examples_ : 0;
+    if (test_ != nullptr) {
+      result.test = EvaluateTest();
+      AddPointLocked(result.test);
+    }
+    result.curve = curve_;
+    return result;
+  }
+
+ private:
+  void BuildOrder() {
+    std::mt19937_64 rng(options_.seed);
+    std::vector<uint32_t> epoch(train_.size());
+    std::iota(epoch.begin(), epoch.end(), 0);
+    for (int e = 0; e < options_.epochs; ++e) {
+      if (options_.shuffle) std::shuffle(epoch.begin(), epoch.end(), rng);
+      order_.insert(order_.end(), epoch.begin(), epoch.end());
+    }
+  }
+
+  absl::Status WorkerLoop() {
+    Worker w;
+    w.dense.resize(model_.dense_size());
+    const size_t b = options_.batch_size;
+    while (!Failed()) {
+      const size_t begin = next_.fetch_add(b);
+      if (begin >= order_.size()) break;
+      const size_t n = std::min(b, order_.size() - begin);
+      train_.Gather(order_.data() + begin, n, &w.batch);
+      if (absl::Status s = TrainBatch(&w); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status TrainBatch(Worker* w) {
+    w->Dedup();
+    const size_t floats = w->keys.size() * model_.row_dim();
+    w->rows.resize(floats);
+    if (absl::Status s = table_->Pull(w->keys, true, w->rows.data());
+        !s.ok()) {
+      return s;
+    }
+    w->grads.assign(floats, 0.0f);
+    w->probs.resize(w->batch.size());
+    if (!w->dense.empty()) dense_->Snapshot(w->dense.data());
+    w->dense_grads.assign(w->dense.size(), 0.0f);
+    const double loss =
+        model_.Step(w->batch, w->row_of_sign, 0, w->rows.data(),
+                    w->dense.data(), w->grads.data(), w->dense_grads.data(),
+                    w->probs.data(), &w->ws);
+    w->CountShowsAndClicks();
+    PushBatch push;
+    push.keys = w->keys;
+    push.grads = w->grads.data();
+    push.shows = w->shows.data();
+    push.clicks = w->clicks.data();
+    if (absl::StatusOr<PushResult> r = table_->Push(push); !r.ok()) {
+      return r.status();
+    }
+    if (!w->dense.empty()) {
+      absl::Status s =
+          dense_->Apply(w->dense_grads.data(), 1.0f / w->batch.size());
+      if (!s.ok()) return s;
+    }
+    return Account(w->batch.size(), loss);
+  }
+
+  // Counts a trained batch; scores the test set when a mark is crossed.
+  absl::Status Account(size_t n, double loss) {
+    bool evaluate = false;
+    {
+      absl::MutexLock lock(&mu_);
+      examples_ += n;
+      loss_sum_ += loss;
+      const uint64_t every = options_.eval_every;
+      if (every > 0 && test_ != nullptr && examples_ / every > marks_) {
+        marks_ = examples_ / every;
+        evaluate = true;
+      }
+    }
+    if (!evaluate) return absl::OkStatus();
+    const EvalMetrics m = EvaluateTest();
+    absl::MutexLock lock(&mu_);
+    AddPointLocked(m);
+    return absl::OkStatus();
+  }
+
+  void AddPointLocked(const EvalMetrics& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    CurvePoint p;
+    p.seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+    p.examples = examples_;
+    const uint64_t dn = examples_ - last_examples_;
+    p.train_loss = dn > 0 ? (loss_sum_ - last_loss_) / dn : 0;
+    p.examples_per_second = p.seconds > last_seconds_
+                                ? dn / (p.seconds - last_seconds_)
+                                : 0;
+    p.test = m;
+    last_examples_ = examples_;
+    last_loss_ = loss_sum_;
+    last_seconds_ = p.seconds;
+    curve_.push_back(p);
+  }
+
+  EvalMetrics EvaluateTest() {
+    Worker w;
+    w.dense.resize(model_.dense_size());
+    if (!w.dense.empty()) dense_->Snapshot(w.dense.data());
+    std::vector<float> probs, labels;
+    std::vector<uint32_t> index(options_.batch_size);
+    for (size_t begin = 0; begin < test_->size();
+         begin += options_.batch_size) {
+      const size_t n = std::min(options_.batch_size, test_->size() - begin);
+      std::iota(index.begin(), index.begin() + n, uint32_t(begin));
+      test_->Gather(index.data(), n, &w.batch);
+      w.Dedup();
+      w.rows.resize(w.keys.size() * model_.row_dim());
+      if (absl::Status s = table_->Pull(w.keys, false, w.rows.data());
+          !s.ok()) {
+        Fail(s);
+        break;
+      }
+      w.probs.resize(n);
+      model_.Step(w.batch, w.row_of_sign, 0, w.rows.data(), w.dense.data(),
+                  nullptr, nullptr, w.probs.data(), &w.ws);
+      probs.insert(probs.end(), w.probs.begin(), w.probs.end());
+      labels.insert(labels.end(), w.batch.labels.begin(),
+                    w.batch.labels.end());
+    }
+    return Evaluate(probs, labels);
+  }
+
+  void Fail(const absl::Status& s) {
+    if (s.ok()) return;
+    absl::MutexLock lock(&mu_);
+    if (error_.ok()) error_ = s;
+  }
+  bool Failed() {
+    absl::MutexLock lock(&mu_);
+    return !error_.ok();
+  }
+
+  const Dataset& train_;
+  const Dataset* const test_;
+  const LocalTrainOptions options_;
+  const CtrModel model_;
+  std::unique_ptr<SparseTable> table_;
+  std::unique_ptr<DenseSync> sync_;
+  std::unique_ptr<DenseParams> dense_;
+  std::vector<uint32_t> order_;  // every epoch's order, concatenated
+  std::atomic<size_t> next_{0};  // first unclaimed position in order_
+  absl::Time start_;
+
+  absl::Mutex mu_;  // guards progress, the curve and the first error
+  uint64_t examples_ ABSL_GUARDED_BY(mu_) = 0;
+  double loss_sum_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t marks_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_examples_ ABSL_GUARDED_BY(mu_) = 0;
+  double last_loss_ ABSL_GUARDED_BY(mu_) = 0;
+  double last_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<CurvePoint> curve_ ABSL_GUARDED_BY(mu_);
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<LocalTrainResult> TrainLocal(const Dataset& train,
+                                            const Dataset* test,
+                                            const LocalTrainOptions& options) {
+  if (options.batch_size == 0 || options.epochs < 1) {
+    return absl::InvalidArgumentError("batch_size and epochs must be >= 1");
+  }
+  if (train.slots.size() != train.signs.size()) {
+    return absl::InvalidArgumentError("training data carries no slots");
+  }
+  LocalTrainer trainer(train, test, options);
+  return trainer.Run();
+}
+
+}  // namespace sampan

@@ -1,0 +1,70 @@
+// Local training: one process, an in-process sparse table
+// (sparse_table/NewMemoryTable) and the data already in memory. For quality
+// and speed work on one machine, and the `sampan train-local` command.
+//
+// `threads` Hogwild workers each loop: take the next batch of the epoch's
+// (optionally shuffled) order -> dedup its keys -> Pull -> CtrModel::Step on
+// a snapshot of the dense weights -> Push sparse gradients -> apply the dense
+// gradient (DenseParams). The table serialises per shard and DenseParams by
+// its mutex, so workers share no unguarded state.
+//
+// Evaluation pulls without creating rows. When eval_every > 0 the test set
+// is also scored during training (by the worker that crosses the mark,
+// while the others keep training), which fills the curve for report.html.
+#ifndef SAMPAN_TRAINER_LOCAL_TRAINER_H_
+#define SAMPAN_TRAINER_LOCAL_TRAINER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sparse_table/sparse_table.h"
+#include "trainer/data/dataset.h"
+#include "trainer/eval/auc.h"
+#include "trainer/model/ctr_model.h"
+#include "trainer/model/dense_optimizer.h"
+
+namespace sampan {
+
+struct LocalTrainOptions {
+  CtrModelOptions model;
+  // The sparse table; embedding_dim is taken from `model`.
+  TableOptions table;
+  // The optimizer of the dense weights (deep models only).
+  DenseOptimizerOptions dense;
+  int threads = 2;
+  size_t batch_size = 1024;
+  int epochs = 1;
+  // Shuffle the example order every epoch (seeded by `seed`).
+  bool shuffle = true;
+  uint64_t seed = 1;
+  // Score the test set every this many training examples; 0: at the end only.
+  uint64_t eval_every = 0;
+};
+
+// One point of the training curve.
+struct CurvePoint {
+  double seconds = 0;       // since training started
+  uint64_t examples = 0;    // trained so far
+  double train_loss = 0;    // mean over examples since the previous point
+  double examples_per_second = 0;  // since the previous point
+  EvalMetrics test;         // rows == 0 when there was no test set
+};
+
+struct LocalTrainResult {
+  EvalMetrics test;  // at the end; rows == 0 without a test set
+  uint64_t examples = 0;
+  double train_seconds = 0;  // training only, evaluation excluded
+  double examples_per_second = 0;
+  double train_loss = 0;  // mean over all training examples
+  std::vector<CurvePoint> curve;
+};
+
+// Trains on `train` and scores `test` (may be null).
+absl::StatusOr<LocalTrainResult> TrainLocal(const Dataset& train,
+                                            const Dataset* test,
+                                            const LocalTrainOptions& options);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_LOCAL_TRAINER_H_

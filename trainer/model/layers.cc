@@ -1,0 +1,157 @@
+#include "trainer/model/layers.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sampan {
+namespace {
+
+void FillUniform(std::mt19937* rng, float limit, float* p, size_t n) {
+  std::uniform_real_distribution<float> u(-limit, limit);
+  for (size_t i = 0; i < n; ++i) p[i] = u(*rng);
+}
+
+}  // namespace
+
+Linear::Linear(int in, int out, ParamLayout* layout)
+    : in_(in), out_(out) {
+  w_ = layout->Add(size_t(in) * out);
+  b_ = layout->Add(out);
+}
+
+void Linear::Init(std::mt19937* rng, float* params) const {
+  FillUniform(rng, std::sqrt(6.0f / (in_ + out_)), params + w_,
+              size_t(in_) * out_);
+  std::fill(params + b_, params + b_ + out_, 0.0f);
+}
+
+void Linear::Forward(const float* params, const Mat& x, Mat* y) const {
+  ConstMatMap w(params + w_, in_, out_);
+  Eigen::Map<const Eigen::RowVectorXf> b(params + b_, out_);
+  y->resize(x.rows(), out_);
+  y->noalias() = x * w;
+  y->rowwise() += b;
+}
+
+void Linear::Backward(const float* params, const Mat& x, const Mat& dy,
+                      float* grads, Mat* dx) const {
+  MatMap dw(grads + w_, in_, out_);
+  Eigen::Map<Eigen::RowVectorXf> db(grads + b_, out_);
+  dw.noalias() += x.transpose() * dy;
+  db += dy.colwise().sum();
+  if (dx != nullptr) {
+    ConstMatMap w(params + w_, in_, out_);
+    dx->resize(dy.rows(), in_);
+    dx->noalias() = dy * w.transpose();
+  }
+}
+
+void ReluForward(Mat* x) { *x = x->cwiseMax(0.0f); }
+
+void ReluBackward(const Mat& y, Mat* dy) {
+  *dy = (y.array() > 0.0f).select(dy->array(), 0.0f);
+}
+
+void FmInteraction::Forward(const Mat& e, Mat* sum, Mat* out) const {
+  const Eigen::Index b = e.rows();
+  sum->setZero(b, dim_);
+  for (int f = 0; f < fields_; ++f) *sum += e.middleCols(f * dim_, dim_);
+  out->resize(b, 1);
+  out->col(0) = 0.5f * (sum->rowwise().squaredNorm() -
+                        e.rowwise().squaredNorm());
+}
+
+void FmInteraction::Backward(const Mat& e, const Mat& sum, const Mat& dout,
+                             Mat* de) const {
+  // d out / d e_f = sum - e_f, scaled per example by dout.
+  const Mat gs = sum.array().colwise() * dout.col(0).array();
+  for (int f = 0; f < fields_; ++f) {
+    de->middleCols(f * dim_, dim_).array() +=
+        gs.array() -
+        e.middleCols(f * dim_, dim_).array().colwise() * dout.col(0).array();
+  }
+}
+
+CrossLayer::CrossLayer(int dim, ParamLayout* layout) : dim_(dim) {
+  w_ = layout->Add(size_t(dim) * dim);
+  b_ = layout->Add(dim);
+}
+
+void CrossLayer::Init(std::mt19937* rng, float* params) const {
+  FillUniform(rng, std::sqrt(6.0f / (2.0f * dim_)), params + w_,
+              size_t(dim_) * dim_);
+  std::fill(params + b_, params + b_ + dim_, 0.0f);
+}
+
+void CrossLayer::Forward(const float* params, const Mat& x0, const Mat& x,
+                         Mat* u, Mat* y) const {
+  ConstMatMap w(params + w_, dim_, dim_);
+  Eigen::Map<const Eigen::RowVectorXf> b(params + b_, dim_);
+  u->resize(x.rows(), dim_);
+  u->noalias() = x * w;
+  u->rowwise() += b;
+  *y = x0.cwiseProduct(*u) + x;
+}
+
+void CrossLayer::Backward(const float* params, const Mat& x0, const Mat& x,
+                          const Mat& u, const Mat& dy, float* grads, Mat* dx0,
+                          Mat* dx) const {
+  ConstMatMap w(params + w_, dim_, dim_);
+  MatMap dw(grads + w_, dim_, dim_);
+  Eigen::Map<Eigen::RowVectorXf> db(grads + b_, dim_);
+  const Mat du = dy.cwiseProduct(x0);
+  dw.noalias() += x.transpose() * du;
+  db += du.colwise().sum();
+  *dx0 += dy.cwiseProduct(u);
+  dx->resize(dy.rows(), dim_);
+  dx->noalias() = du * w.transpose();
+  *dx += dy;
+}
+
+double SigmoidCrossEntropy(const Mat& logits, const float* labels,
+                           float* probs, Mat* dlogits) {
+  const Eigen::Index n = logits.rows();
+  dlogits->resize(n, 1);
+  double loss = 0;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const float z = std::clamp(logits(i, 0), -30.0f, 30.0f);
+    const float p = 1.0f / (1.0f + std::exp(-z));
+    probs[i] = p;
+    // log(1 + e^-z) for y = 1, log(1 + e^z) for y = 0, computed stably.
+    const float s = labels[i] > 0.5f ? -z : z;
+    loss += s > 0 ? s + std::log1p(std::exp(-s)) : std::log1p(std::exp(s));
+    (*dlogits)(i, 0) = p - labels[i];
+  }
+  return loss;
+}
+
+void SumPoolForward(const PoolingInput& in, const float* rows, int row_dim,
+                    int fields, int dim, Mat* e) {
+  e->setZero(in.examples, size_t(fields) * dim);
+  for (size_t i = 0; i < in.examples; ++i) {
+    float* out = e->row(i).data();
+    for (uint32_t j = in.offsets[i]; j < in.offsets[i + 1]; ++j) {
+      const int slot = in.slots[j];
+      if (slot < 1 || slot > fields) continue;
+      const float* v = rows + size_t(in.row_of_sign[j]) * row_dim + 1;
+      float* dst = out + size_t(slot - 1) * dim;
+      for (int d = 0; d < dim; ++d) dst[d] += v[d];
+    }
+  }
+}
+
+void SumPoolBackward(const PoolingInput& in, const Mat& de, int row_dim,
+                     int fields, int dim, float* grads) {
+  for (size_t i = 0; i < in.examples; ++i) {
+    const float* g = de.row(i).data();
+    for (uint32_t j = in.offsets[i]; j < in.offsets[i + 1]; ++j) {
+      const int slot = in.slots[j];
+      if (slot < 1 || slot > fields) continue;
+      float* dst = grads + size_t(in.row_of_sign[j]) * row_dim + 1;
+      const float* src = g + size_t(slot - 1) * dim;
+      for (int d = 0; d < dim; ++d) dst[d] += src[d];
+    }
+  }
+}
+
+}  // namespace sampan

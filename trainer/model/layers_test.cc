@@ -1,0 +1,255 @@
+// Every backward pass against central finite differences of its forward.
+#include "trainer/model/layers.h"
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "trainer/model/ctr_model.h"
+#include "trainer/model/dense_optimizer.h"
+
+namespace sampan {
+namespace {
+
+Mat Random(int rows, int cols, std::mt19937* rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  Mat m(rows, cols);
+  for (int i = 0; i < m.size(); ++i) m.data()[i] = u(*rng);
+  return m;
+}
+
+// Checks analytic[i] against d f / d x[i] for every i in [0, n).
+void ExpectGradient(const std::function<double()>& f, float* x, size_t n,
+                    const float* analytic, const char* what,
+                    float eps = 1e-2f) {
+  for (size_t i = 0; i < n; ++i) {
+    const float saved = x[i];
+    x[i] = saved + eps;
+    const double up = f();
+    x[i] = saved - eps;
+    const double down = f();
+    x[i] = saved;
+    const double numeric = (up - down) / (2 * eps);
+    EXPECT_NEAR(analytic[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
+        << what << "[" << i << "]";
+  }
+}
+
+// The loss used to probe a layer: sum(out .* r) for a fixed random r.
+double Probe(const Mat& out, const Mat& r) {
+  return out.cwiseProduct(r).cast<double>().sum();
+}
+
+TEST(LinearTest, BackwardMatchesNumericalGradient) {
+  std::mt19937 rng(1);
+  ParamLayout layout;
+  Linear linear(5, 3, &layout);
+  std::vector<float> params(layout.size()), grads(layout.size(), 0.0f);
+  linear.Init(&rng, params.data());
+  for (float& p : params) p += 0.1f;  // non-zero bias too
+  Mat x = Random(4, 5, &rng), r = Random(4, 3, &rng), y, dx;
+  auto f = [&] {
+    linear.Forward(params.data(), x, &y);
+    return Probe(y, r);
+  };
+  f();
+  linear.Backward(params.data(), x, r, grads.data(), &dx);
+  ExpectGradient(f, params.data(), params.size(), grads.data(), "dparams");
+  ExpectGradient(f, x.data(), x.size(), dx.data(), "dx");
+}
+
+TEST(ReluTest, BackwardMasksNegatives) {
+  Mat y(1, 4), dy(1, 4);
+  y << -1, 2, 0, 3;
+  ReluForward(&y);
+  EXPECT_EQ(y(0, 0), 0);
+  EXPECT_EQ(y(0, 1), 2);
+  dy << 5, 6, 7, 8;
+  ReluBackward(y, &dy);
+  EXPECT_EQ(dy(0, 0), 0);
+  EXPECT_EQ(dy(0, 1), 6);
+  EXPECT_EQ(dy(0, 2), 0);
+  EXPECT_EQ(dy(0, 3), 8);
+}
+
+TEST(FmInteractionTest, ForwardAndBackward) {
+  std::mt19937 rng(2);
+  const FmInteraction fm(3, 4);
+  Mat e = Random(5, 12, &rng), r = Random(5, 1, &rng), sum, out;
+  fm.Forward(e, &sum, &out);
+  // Direct pairwise sum for example 0.
+  double direct = 0;
+  for (int a = 0; a < 3; ++a)
+    for (int b = a + 1; b < 3; ++b)
+      for (int d = 0; d < 4; ++d) direct += e(0, a * 4 + d) * e(0, b * 4 + d);
+  EXPECT_NEAR(out(0, 0), direct, 1e-5);
+  Mat de = Mat::Zero(5, 12);
+  fm.Backward(e, sum, r, &de);
+  auto f = [&] {
+    fm.Forward(e, &sum, &out);
+    return Probe(out, r);
+  };
+  ExpectGradient(f, e.data(), e.size(), de.data(), "de");
+}
+
+TEST(CrossLayerTest, BackwardMatchesNumericalGradient) {
+  std::mt19937 rng(3);
+  ParamLayout layout;
+  CrossLayer cross(6, &layout);
+  std::vector<float> params(layout.size()), grads(layout.size(), 0.0f);
+  cross.Init(&rng, params.data());
+  for (float& p : params) p += 0.05f;
+  Mat x0 = Random(3, 6, &rng), x = Random(3, 6, &rng), r = Random(3, 6, &rng);
+  Mat u, y, dx;
+  Mat dx0 = Mat::Zero(3, 6);
+  auto f = [&] {
+    cross.Forward(params.data(), x0, x, &u, &y);
+    return Probe(y, r);
+  };
+  f();
+  cross.Backward(params.data(), x0, x, u, r, grads.data(), &dx0, &dx);
+  ExpectGradient(f, params.data(), params.size(), grads.data(), "dparams");
+  ExpectGradient(f, x0.data(), x0.size(), dx0.data(), "dx0");
+  ExpectGradient(f, x.data(), x.size(), dx.data(), "dx");
+}
+
+TEST(SigmoidCrossEntropyTest, GradientIsPMinusY) {
+  Mat logits(3, 1), d;
+  logits << -2, 0.5, 40;  // 40 is clamped
+  const float labels[3] = {1, 0, 1};
+  float probs[3];
+  double loss = SigmoidCrossEntropy(logits, labels, probs, &d);
+  EXPECT_NEAR(loss, std::log1p(std::exp(2.0)) + std::log1p(std::exp(0.5)) +
+                        std::log1p(std::exp(-30.0)),
+              1e-5);
+  EXPECT_NEAR(d(0, 0), probs[0] - 1, 1e-7);
+  std::vector<float> grads = {float(d(0, 0)), float(d(1, 0))};
+  auto f = [&] {
+    Mat scratch;
+    return SigmoidCrossEntropy(logits, labels, probs, &scratch);
+  };
+  ExpectGradient(f, logits.data(), 2, grads.data(), "dlogits");
+}
+
+TEST(SumPoolTest, PoolsPerSlotAndScattersBack) {
+  // Example 0: slots 1, 2, 2 (multi-valued); example 1: slot 2 and slot 9
+  // (outside the 2 fields, skipped).
+  const uint32_t offsets[] = {0, 3, 5};
+  const uint16_t slots[] = {1, 2, 2, 2, 9};
+  const uint32_t row_of_sign[] = {0, 1, 2, 1, 0};
+  const std::vector<float> rows = {0, 1, 2, /**/ 0, 3, 4, /**/ 0, 5, 6};
+  const PoolingInput in{offsets, slots, row_of_sign, 2};
+  Mat e;
+  SumPoolForward(in, rows.data(), 3, 2, 2, &e);
+  Mat expected(2, 4);
+  expected << 1, 2, 8, 10, 0, 0, 3, 4;
+  EXPECT_EQ(e, expected);
+  Mat de(2, 4);
+  de << 1, 1, 2, 2, 5, 5, 7, 7;
+  std::vector<float> grads(9, 0.0f);
+  SumPoolBackward(in, de, 3, 2, 2, grads.data());
+  EXPECT_EQ(grads, (std::vector<float>{0, 1, 1, 0, 9, 9, 0, 2, 2}));
+}
+
+// The whole model: sparse-row and dense gradients of the summed loss.
+void CheckModel(CtrKind kind) {
+  CtrModelOptions o;
+  o.kind = kind;
+  o.fields = 3;
+  o.embedding_dim = 2;
+  o.hidden = {4, 3};
+  o.cross_layers = 2;
+  CtrModel model(o);
+  std::mt19937 rng(4);
+  Batch batch;
+  batch.Clear();
+  // Three examples over 4 keys; row 4 is the bias.
+  const std::vector<std::vector<std::pair<uint16_t, uint32_t>>> ex = {
+      {{1, 0}, {2, 1}, {3, 2}}, {{1, 3}, {2, 1}, {2, 2}}, {{3, 0}}};
+  std::vector<uint32_t> row_of_sign;
+  for (size_t i = 0; i < ex.size(); ++i) {
+    for (auto [slot, row] : ex[i]) {
+      batch.signs.push_back(row);
+      batch.slots.push_back(slot);
+      row_of_sign.push_back(row);
+    }
+    batch.offsets.push_back(batch.signs.size());
+    batch.labels.push_back(i % 2);
+  }
+  const int rd = model.row_dim();
+  std::uniform_real_distribution<float> u(-0.5, 0.5);
+  std::vector<float> rows(5 * rd), sgrads(5 * rd, 0.0f);
+  for (float& r : rows) r = u(rng);
+  std::vector<float> dense(model.dense_size()), dgrads(dense.size(), 0.0f);
+  model.InitDense(dense.data());
+  for (float& d : dense) d += 0.05f * u(rng);
+  float probs[3];
+  CtrModel::Workspace ws;
+  model.Step(batch, row_of_sign, 4, rows.data(), dense.data(), sgrads.data(),
+             dgrads.data(), probs, &ws);
+  auto f = [&] {
+    CtrModel::Workspace w;
+    return model.Step(batch, row_of_sign, 4, rows.data(), dense.data(),
+                      nullptr, nullptr, probs, &w);
+  };
+  // A small step: ReLU kinks must not fall inside it.
+  ExpectGradient(f, rows.data(), rows.size(), sgrads.data(), "sparse", 1e-3f);
+  ExpectGradient(f, dense.data(), dense.size(), dgrads.data(), "dense", 1e-3f);
+}
+
+TEST(CtrModelTest, LrGradients) { CheckModel(CtrKind::kLr); }
+TEST(CtrModelTest, FmGradients) { CheckModel(CtrKind::kFm); }
+TEST(CtrModelTest, DnnGradients) { CheckModel(CtrKind::kDnn); }
+TEST(CtrModelTest, WideDeepGradients) { CheckModel(CtrKind::kWideDeep); }
+TEST(CtrModelTest, DeepFmGradients) { CheckModel(CtrKind::kDeepFm); }
+TEST(CtrModelTest, DcnV2Gradients) { CheckModel(CtrKind::kDcnV2); }
+
+TEST(CtrModelTest, DenseSizeCountsEveryLayer) {
+  CtrModelOptions o;
+  o.kind = CtrKind::kDcnV2;
+  o.fields = 2;
+  o.embedding_dim = 3;
+  o.hidden = {4};
+  o.cross_layers = 1;
+  // cross 6x6+6, hidden 6x4+4, output 4x1+1.
+  EXPECT_EQ(CtrModel(o).dense_size(), 42u + 28u + 5u);
+  o.kind = CtrKind::kFm;
+  EXPECT_EQ(CtrModel(o).dense_size(), 0u);
+}
+
+// Each rule minimises f(p) = 1/2 |p - 3|^2 from p = 0.
+void ExpectConverges(DenseRule rule, float lr) {
+  DenseOptimizerOptions o;
+  o.rule = rule;
+  o.learning_rate = lr;
+  auto opt = DenseOptimizer::Create(o, 2);
+  float p[2] = {0, 0}, g[2];
+  for (int step = 0; step < 2000; ++step) {
+    for (int i = 0; i < 2; ++i) g[i] = p[i] - 3;
+    opt->Apply(p, g);
+  }
+  EXPECT_NEAR(p[0], 3, 1e-2);
+  EXPECT_NEAR(p[1], 3, 1e-2);
+}
+
+TEST(DenseOptimizerTest, SgdStepIsExact) {
+  DenseOptimizerOptions o;
+  o.rule = DenseRule::kSgd;
+  o.learning_rate = 0.5f;
+  auto opt = DenseOptimizer::Create(o, 1);
+  float p = 1, g = 4;
+  opt->Apply(&p, &g);
+  EXPECT_FLOAT_EQ(p, -1);
+}
+TEST(DenseOptimizerTest, SgdConverges) { ExpectConverges(DenseRule::kSgd, 0.1f); }
+TEST(DenseOptimizerTest, AdagradConverges) {
+  ExpectConverges(DenseRule::kAdagrad, 0.5f);
+}
+TEST(DenseOptimizerTest, AdamConverges) {
+  ExpectConverges(DenseRule::kAdam, 0.05f);
+}
+
+}  // namespace
+}  // namespace sampan
