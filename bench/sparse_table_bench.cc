@@ -131,7 +131,8 @@ double PullRate(SparseTable& t,
 }
 
 // with_pull: a trainer's step, pull then push the same keys.
-double PushRate(SparseTable& t, const std::vector<std::vector<uint64_t>>& batches,
+double PushRate(SparseTable& t,
+                const std::vector<std::vector<uint64_t>>& batches,
                 uint64_t* seq, bool with_pull) {
   const size_t batch = batches[0].size();
   std::vector<float> grads(batch * t.pull_dim(), 0.001f), shows(batch, 1),
@@ -188,19 +189,20 @@ int Main(int argc, char** argv) {
   const double pull = PullRate(t, w.zipf);
   const double push = PushRate(t, w.zipf, &seq, false);
   const double step = PushRate(t, w.zipf, &seq, true);
-  std::printf("pull_rows_per_s=%.0f push_rows_per_s=%.0f "
-              "pull_push_rows_per_s=%.0f ",
-              pull, push, step);
+  std::printf(
+      "pull_rows_per_s=%.0f push_rows_per_s=%.0f "
+      "pull_push_rows_per_s=%.0f ",
+      pull, push, step);
   if (which == "memory") {
     const TableStats s = t.Stats();
     std::printf("bytes_per_row=%.1f\n", double(s.memory_bytes) / s.rows);
   } else {
     const double cold = PullRate(t, w.uniform);
-    std::printf("uniform_pull_rows_per_s=%.0f budget_mb=%.1f "
-                "table_mb=%.1f peak_rss_mb=%.1f evictions=%llu\n",
-                cold, o.hot_tier_bytes / 1048576.0, table_bytes / 1048576.0,
-                PeakRssKb() / 1024.0,
-                (unsigned long long)t.Stats().evictions);
+    std::printf(
+        "uniform_pull_rows_per_s=%.0f budget_mb=%.1f "
+        "table_mb=%.1f peak_rss_mb=%.1f evictions=%llu\n",
+        cold, o.hot_tier_bytes / 1048576.0, table_bytes / 1048576.0,
+        PeakRssKb() / 1024.0, (unsigned long long)t.Stats().evictions);
     table->reset();
     std::filesystem::remove_all(o.data_dir);
   }

@@ -109,8 +109,7 @@ void InitState(const TableOptions& o, const float* w, float* state,
       // embedding instead of collapsing it to zero on the first update.
       for (uint32_t i = 0; i < n; ++i) {
         const float sign = w[i] < 0 ? -1.0f : (w[i] > 0 ? 1.0f : 0.0f);
-        state[i] = -w[i] * (o.ftrl_beta / o.learning_rate + o.l2) -
-                   sign * o.l1;
+        state[i] = -w[i] * (o.ftrl_beta / o.learning_rate + o.l2) - sign * o.l1;
         state[n + i] = 0;
       }
       return;
@@ -198,8 +197,8 @@ void CtrAccessor::Pull(const float* row, float* out) const {
   }
 }
 
-void CtrAccessor::Push(uint64_t key, float* row, const float* grad,
-                       float show, float click) const {
+void CtrAccessor::Push(uint64_t key, float* row, const float* grad, float show,
+                       float click) const {
   row[kShow] += show;
   row[kClick] += click;
   row[kUnseen] = 0;

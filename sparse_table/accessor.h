@@ -23,8 +23,7 @@ uint32_t StateFloats(OptimizerRule rule, uint32_t n);
 
 // Sets the optimizer state of a block whose weights `w` already hold their
 // initial values (FTRL's z is chosen so that its closed form yields w).
-void InitState(const TableOptions& o, const float* w, float* state,
-               uint32_t n);
+void InitState(const TableOptions& o, const float* w, float* state, uint32_t n);
 
 // One update of n weights with gradient g (L2 is applied here), then the
 // weights are clamped to [min_weight, max_weight].

@@ -24,7 +24,7 @@ bool AdmissionFilter::OnPush(uint64_t key) {
     uint64_t h = Fmix64(key ^ 0x5bd1e9955bd1e995ULL);
     for (int d = 0; d < kDepth; ++d) {
       h = Mix64(h + d);
-      uint8_t& c = counters_[size_t{d} * width_ + h % width_];
+      uint8_t& c = counters_[static_cast<size_t>(d) * width_ + h % width_];
       if (c < 255) ++c;
       estimate = std::min<uint32_t>(estimate, c);
     }

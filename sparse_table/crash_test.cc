@@ -113,9 +113,10 @@ TEST(CrashTest, EveryAcknowledgedPushSurvivesSigkillExactlyOnce) {
     }
   }
   EXPECT_GT(acked, 100u);
-  std::printf("24 kills, %llu pushes acknowledged, %d killed between write "
-              "and ack\n",
-              static_cast<unsigned long long>(acked), kills_past_ack);
+  std::printf(
+      "24 kills, %llu pushes acknowledged, %d killed between write "
+      "and ack\n",
+      static_cast<unsigned long long>(acked), kills_past_ack);
 }
 
 }  // namespace

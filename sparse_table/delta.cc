@@ -1,12 +1,12 @@
 // RowStore's delta snapshots and SST ingestion (format in row_store.h).
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/sst_file_writer.h"
@@ -186,8 +186,9 @@ absl::Status RowStore::ApplyDelta(const std::string& path) {
       uint32_t shard;
       std::string seq(8, '\0');
       if (!r.Get(&shard) || !r.GetBytes(seq.data(), 8)) break;
-      puts.emplace_back(EncodeKey('q', shard, 4) + EncodeKey('q', key, 8).substr(1),
-                        std::move(seq));
+      puts.emplace_back(
+          EncodeKey('q', shard, 4) + EncodeKey('q', key, 8).substr(1),
+          std::move(seq));
     } else {
       break;
     }
@@ -228,11 +229,10 @@ absl::Status RowStore::IngestSst(
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
     return a.first < b.first || (a.first == b.first && a.second && !b.second);
   });
-  const std::string sst = absl::StrCat(dir_, "/ingest-", epoch_.load(), "-",
-                                       reinterpret_cast<uintptr_t>(this),
-                                       ".sst");
-  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), rocksdb::Options(),
-                                cf_);
+  const std::string sst =
+      absl::StrCat(dir_, "/ingest-", epoch_.load(), "-",
+                   reinterpret_cast<uintptr_t>(this), ".sst");
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), rocksdb::Options(), cf_);
   rocksdb::Status s = writer.Open(sst);
   for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
     if (i > 0 && ops[i].first == ops[i - 1].first) continue;
@@ -247,7 +247,8 @@ absl::Status RowStore::IngestSst(
   }
   std::error_code ec;
   std::filesystem::remove(sst, ec);
-  if (!s.ok()) return absl::InternalError(absl::StrCat("ingest: ", s.ToString()));
+  if (!s.ok())
+    return absl::InternalError(absl::StrCat("ingest: ", s.ToString()));
   return absl::OkStatus();
 }
 

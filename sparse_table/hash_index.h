@@ -76,8 +76,8 @@ class HashIndex {
       if (slot == kEmpty) break;
       const size_t home = Home((*keys_)[slot]);
       // Move j's entry into the hole at b unless its home lies in (b, j].
-      const bool stays = b <= j ? (b < home && home <= j)
-                                : (b < home || home <= j);
+      const bool stays =
+          b <= j ? (b < home && home <= j) : (b < home || home <= j);
       if (!stays) {
         buckets_[b] = slot;
         b = j;

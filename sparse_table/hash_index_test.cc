@@ -18,8 +18,8 @@ TEST(HashIndexTest, MatchesAReferenceMapUnderChurn) {
   for (int op = 0; op < 200000; ++op) {
     const uint64_t key = rng() % 5000;  // small range: many collisions/erases
     auto it = model.find(key);
-    ASSERT_EQ(index.Find(key), it == model.end() ? HashIndex::kEmpty
-                                                 : it->second);
+    ASSERT_EQ(index.Find(key),
+              it == model.end() ? HashIndex::kEmpty : it->second);
     if (it == model.end()) {
       uint32_t slot;
       if (!free_slots.empty()) {

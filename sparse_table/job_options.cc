@@ -41,8 +41,7 @@ void MapOptimizer(const OptimizerConfig& c, TableOptions* o) {
 
 }  // namespace
 
-TableOptions TableOptionsFromJob(const JobConfig& job,
-                                 uint32_t pserver_index) {
+TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index) {
   const TableConfig& t = job.table();
   TableOptions o;
   o.num_shards = t.num_shards();

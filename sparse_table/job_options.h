@@ -13,8 +13,7 @@ namespace sampan {
 
 // The RocksDB directory is <table.data_dir or output_dir/tables>/pserver-<i>.
 // LR jobs get embedding_dim 0. Expects a config ValidateJobConfig accepted.
-TableOptions TableOptionsFromJob(const JobConfig& job,
-                                 uint32_t pserver_index);
+TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index);
 
 }  // namespace sampan
 

@@ -224,17 +224,16 @@ TEST(MemoryTableTest, ShrinkDeletesByScore) {
   for (int i = 0; i < 20; ++i) keys[i] = i;
   std::vector<float> grads(20, 1), shows(20, 1), clicks(20, 0);
   for (int i = 0; i < 5; ++i) shows[i] = 2;  // score 0.18 after decay
-  ASSERT_TRUE(PushRows(*table, keys, grads.data(), shows.data(), clicks.data())
-                  .ok());
+  ASSERT_TRUE(
+      PushRows(*table, keys, grads.data(), shows.data(), clicks.data()).ok());
   auto deleted = table->Shrink();
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(*deleted, 15u);
   EXPECT_EQ(table->Stats().rows, 5u);
   // Freed slots are reused by new rows.
   const uint64_t fresh[] = {100};
-  ASSERT_TRUE(PushRows(*table, fresh, grads.data(), shows.data(),
-                       clicks.data())
-                  .ok());
+  ASSERT_TRUE(
+      PushRows(*table, fresh, grads.data(), shows.data(), clicks.data()).ok());
   EXPECT_EQ(table->Stats().rows, 6u);
 }
 

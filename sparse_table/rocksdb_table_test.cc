@@ -95,7 +95,7 @@ TEST(RocksDbTableTest, MatchesMemoryBackendWithSmallHotTier) {
                              OptimizerRule::kAdam, OptimizerRule::kFtrl}) {
     std::filesystem::remove_all(dir);
     TableOptions o = Options(dir, rule, 3);
-    o.hot_tier_bytes = 1;  // the floor: 16 rows per shard
+    o.hot_tier_bytes = 1;        // the floor: 16 rows per shard
     o.embedx_threshold = 0.35f;  // v appears on a key's 4th push
     auto rocks = Open(o);
     auto mem = NewMemoryTable(o);

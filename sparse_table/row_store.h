@@ -58,8 +58,8 @@ class RowStore {
   void PutRow(rocksdb::WriteBatch* batch, uint64_t key, const float* row,
               uint32_t floats);
   void DeleteRow(rocksdb::WriteBatch* batch, uint64_t key);
-  void PutSequence(rocksdb::WriteBatch* batch, uint32_t shard,
-                   uint64_t writer, uint64_t sequence);
+  void PutSequence(rocksdb::WriteBatch* batch, uint32_t shard, uint64_t writer,
+                   uint64_t sequence);
   // Writes with the table's durability (sync or not); WAL always on.
   absl::Status Write(rocksdb::WriteBatch* batch);
 
@@ -91,7 +91,8 @@ class RowStore {
   // FailedPrecondition unless it ends the epoch this store is in.
   absl::Status ApplyDelta(const std::string& path);
   // Ingests rows (key, stored floats) as one SST file; keys unique.
-  absl::Status Ingest(std::vector<std::pair<uint64_t, std::vector<float>>> rows);
+  absl::Status Ingest(
+      std::vector<std::pair<uint64_t, std::vector<float>>> rows);
 
   uint64_t EstimateRows() const;
   uint64_t DiskBytes() const;
@@ -101,9 +102,8 @@ class RowStore {
            bool sync, std::string dir);
   rocksdb::DB* db() const;
   absl::Status PutEpoch(uint32_t epoch);
-  absl::Status IngestSst(
-      std::vector<std::pair<std::string, std::string>>& puts,
-      const std::vector<std::string>& deletes);
+  absl::Status IngestSst(std::vector<std::pair<std::string, std::string>>& puts,
+                         const std::vector<std::string>& deletes);
 
   std::shared_ptr<SharedDb> shared_;
   rocksdb::ColumnFamilyHandle* const cf_;  // owned by shared_

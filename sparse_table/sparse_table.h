@@ -140,11 +140,11 @@ struct TableStats {
   uint64_t hot_rows = 0;
   // RocksDB: SST + memtable bytes of this table's column family.
   uint64_t disk_bytes = 0;
-  uint64_t evictions = 0;         // rows dropped from the hot tier
-  uint64_t rejected_keys = 0;     // NaN/Inf gradient rows refused
-  uint64_t unadmitted_keys = 0;   // pushed keys not (yet) admitted
-  uint64_t duplicate_keys = 0;    // keys of replayed pushes
-  uint64_t shrunk_rows = 0;       // rows deleted by Shrink
+  uint64_t evictions = 0;        // rows dropped from the hot tier
+  uint64_t rejected_keys = 0;    // NaN/Inf gradient rows refused
+  uint64_t unadmitted_keys = 0;  // pushed keys not (yet) admitted
+  uint64_t duplicate_keys = 0;   // keys of replayed pushes
+  uint64_t shrunk_rows = 0;      // rows deleted by Shrink
 };
 
 class SparseTable {

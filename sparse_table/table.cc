@@ -13,12 +13,12 @@
 // any push are the deterministic initial value, recreated identically.
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
-#include <atomic>
 #include <deque>
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -98,8 +98,8 @@ class ShardedTable final : public SparseTable {
     const uint64_t slot_bytes = stride_ * sizeof(float) + 8 + 1 + 7;
     max_slots_ = store_ == nullptr
                      ? kNoSlot
-                     : std::max<uint64_t>(
-                           16, o.hot_tier_bytes / 2 / o.num_shards / slot_bytes);
+                     : std::max<uint64_t>(16, o.hot_tier_bytes / 2 /
+                                                  o.num_shards / slot_bytes);
   }
 
   // Called before the table is shared, or with every shard lock held.
@@ -142,7 +142,8 @@ class ShardedTable final : public SparseTable {
       groups.push_back({s, {}});
       groups.back().idx.reserve(count[s]);
     }
-    for (uint32_t i = 0; i < keys.size(); ++i) groups[pos[of[i]]].idx.push_back(i);
+    for (uint32_t i = 0; i < keys.size(); ++i)
+      groups[pos[of[i]]].idx.push_back(i);
     return groups;
   }
 
@@ -229,7 +230,7 @@ class ShardedTable final : public SparseTable {
   const CtrAccessor acc_;
   const uint32_t stride_;
   const std::unique_ptr<RowStore> store_;  // null for the memory backend
-  uint64_t max_slots_;                      // per shard
+  uint64_t max_slots_;                     // per shard
   std::deque<Shard> shards_;  // deque: Shard holds a mutex and cannot move
   std::atomic<uint64_t> evictions_{0}, rejected_{0}, unadmitted_{0},
       duplicates_{0}, shrunk_{0};
@@ -269,8 +270,8 @@ absl::Status ShardedTable::Pull(absl::Span<const uint64_t> keys,
 // then caches them; a shard that applied a push meanwhile is re-read.
 absl::Status ShardedTable::MissesFromStore(
     std::vector<Group>& groups, absl::Span<const uint64_t> keys,
-    std::vector<std::vector<uint32_t>>& misses,
-    std::vector<uint64_t>& versions, bool is_training, float* out) {
+    std::vector<std::vector<uint32_t>>& misses, std::vector<uint64_t>& versions,
+    bool is_training, float* out) {
   const uint32_t pd = pull_dim();
   std::vector<uint64_t> miss_keys;
   for (const auto& m : misses) {
@@ -466,8 +467,8 @@ absl::StatusOr<uint64_t> ShardedTable::Shrink() {
     }
   } else {
     std::vector<float> row(stride_);
-    st = store_->RewriteRows([&](uint64_t key, const float* stored,
-                                 uint32_t n, rocksdb::WriteBatch* wb) {
+    st = store_->RewriteRows([&](uint64_t key, const float* stored, uint32_t n,
+                                 rocksdb::WriteBatch* wb) {
       if (!acc_.Load(stored, n, row.data())) return;  // leave it for repair
       if (acc_.Shrink(row.data())) {
         store_->DeleteRow(wb, key);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs every sparse_table_bench case and db_bench (rocksdb-tools) on the same
+# key and value sizes, side by side, REPS times per dim; prints the median of
+# each figure. Build first: bazel build //bench:sparse_table_bench
+#
+#   bench/sparse_table_bench.sh [ROWS=1000000] [REPS=3] [DIMS="8 16 64"]
+set -euo pipefail
+ROWS=${ROWS:-1000000}
+REPS=${REPS:-3}
+DIMS=${DIMS:-"8 16 64"}
+BATCHES=${BATCHES:-100}
+BIN=${BIN:-bazel-bin/bench/sparse_table_bench}
+DIR=${TMPDIR:-/tmp}/sparse_table_bench.$$
+OUT=$DIR/results.txt
+mkdir -p "$DIR"
+trap 'rm -rf "$DIR/db" "$DIR/rocks"' EXIT
+
+for dim in $DIMS; do
+  for rep in $(seq "$REPS"); do
+    for c in hashmap memory hot cold; do
+      "$BIN" --case=$c --dim="$dim" --rows="$ROWS" --batches="$BATCHES" \
+        --dir="$DIR/rocks" >>"$OUT"
+    done
+    vb=$(grep "case=memory dim=$dim " "$OUT" | head -1 |
+      sed 's/.*value_bytes=\([0-9]*\).*/\1/')
+    rm -rf "$DIR/db"
+    # Same key (9 bytes) and value (row + 4-byte epoch) sizes, batches of
+    # 4096 per WriteBatch / MultiGet, no compression, Bloom filters.
+    db_bench --benchmarks=fillrandom,multireadrandom --num="$ROWS" \
+      --reads=$((BATCHES * 4096)) --key_size=9 --value_size=$((vb + 4)) \
+      --batch_size=4096 --multiread_batched --compression_type=none \
+      --bloom_bits=10 --threads=1 --db="$DIR/db" 2>/dev/null |
+      awk -v dim="$dim" '/^(fillrandom|multireadrandom) / {
+        for (i = 1; i <= NF; i++) if ($(i+1) == "ops/sec") v = $i;
+        printf "case=db_bench dim=%s %s_keys_per_s=%s\n", dim, $1, v }' \
+      >>"$OUT"
+  done
+done
+
+python3 - "$OUT" <<'PY'
+import collections, statistics, sys
+vals = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = dict(kv.split("=", 1) for kv in line.split())
+    for k, v in f.items():
+        if k in ("case", "dim"):
+            continue
+        try:
+            vals[(f["dim"], f["case"], k)].append(float(v))
+        except ValueError:
+            pass
+for (dim, case, k), v in sorted(vals.items(), key=lambda x: (int(x[0][0]), x[0][1], x[0][2])):
+    print(f"dim={dim} {case:9s} {k:28s} median={statistics.median(v):.1f} n={len(v)} all={v}")
+PY
+echo "raw: $OUT"
