@@ -39,7 +39,7 @@ namespace sampan {
 namespace collective {
 namespace {
 
-constexpr size_t kChunkFloats = 64 << 10;  // 256 KiB per rank per chunk
+constexpr size_t kChunkFloats = 256 << 10;  // 1 MiB per rank per chunk
 constexpr int kMaxRanks = 64;
 
 struct alignas(64) RankControl {

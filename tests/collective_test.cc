@@ -95,9 +95,9 @@ TEST_F(CollectiveTest, SumsEqualReferenceOneTwoFourRanks) {
   }
 }
 
-// The other Gloo algorithms, at a rank count that is not a power of two.
+// The non-default Gloo algorithms, at a rank count that is not a power of two.
 TEST_F(CollectiveTest, ThreeRanksOtherAlgorithms) {
-  for (const char* algorithm : {"halving_doubling", "gloo_allreduce"}) {
+  for (const char* algorithm : {"ring_chunked", "gloo_allreduce"}) {
     SCOPED_TRACE(algorithm);
     StartRanks(3, absl::StrCat("three-", algorithm),
                {"--mode=sums", "--sizes=1,7,4097,262147",
@@ -108,14 +108,19 @@ TEST_F(CollectiveTest, ThreeRanksOtherAlgorithms) {
   }
 }
 
-// DenseAllReducer: averages right and both ranks end bitwise identical.
+// DenseAllReducer: averages right and both ranks end bitwise identical, on
+// either CPU transport.
 TEST_F(CollectiveTest, DenseAllReducerRanksBitwiseIdentical) {
-  StartRanks(2, "dense", {"--mode=dense"});
-  std::vector<std::string> outs = ExpectAllSucceed(absl::Seconds(120));
-  ASSERT_EQ(outs.size(), 2u);
-  EXPECT_TRUE(absl::StartsWith(outs[0], "hash ")) << outs[0];
-  EXPECT_TRUE(absl::StrContains(outs[0], "buckets 3")) << outs[0];
-  EXPECT_EQ(outs[0], outs[1]);
+  for (const char* transport : {"shm", "gloo"}) {
+    SCOPED_TRACE(transport);
+    StartRanks(2, absl::StrCat("dense-", transport),
+               {"--mode=dense", absl::StrCat("--transport=", transport)});
+    std::vector<std::string> outs = ExpectAllSucceed(absl::Seconds(120));
+    ASSERT_EQ(outs.size(), 2u);
+    EXPECT_TRUE(absl::StartsWith(outs[0], "hash ")) << outs[0];
+    EXPECT_TRUE(absl::StrContains(outs[0], "buckets 3")) << outs[0];
+    EXPECT_EQ(outs[0], outs[1]);
+  }
 }
 
 class CollectiveFailureTest : public CollectiveTest {

@@ -191,8 +191,10 @@ int Main(int argc, char** argv) {
       absl::Milliseconds(flags->GetInt("timeout_ms", 30000).value_or(30000));
   // --transport=shm (the default choice on one host) or gloo (TCP).
   options.shared_memory = flags->Get("transport", "shm") == "shm";
-  const std::string algorithm = flags->Get("algorithm", "ring_chunked");
-  if (algorithm == "halving_doubling") {
+  const std::string algorithm = flags->Get("algorithm", "default");
+  if (algorithm == "ring_chunked") {
+    options.gloo_algorithm = GlooAlgorithm::kRingChunked;
+  } else if (algorithm == "halving_doubling") {
     options.gloo_algorithm = GlooAlgorithm::kHalvingDoubling;
   } else if (algorithm == "gloo_allreduce") {
     options.gloo_algorithm = GlooAlgorithm::kGlooAllreduce;
