@@ -6,7 +6,8 @@
 //   model_train_bench --data=FILE [--format=criteo|avazu] [--model=deepfm]
 //     [--holdout=0.1] [--epochs=1] [--threads=2] [--batch=1024] [--dim=8]
 //     [--hidden=400,400,400] [--cross=3] [--lr=0.05] [--dense_lr=0.001]
-//     [--l2=0] [--init=0.01] [--seed=1] [--min_count=0] [--gemm]
+//     [--rule=adagrad|adam|ftrl|sgd] [--l2=0] [--l1=0] [--init=0.01] [--seed=1]
+//     [--min_count=0] [--gemm]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -66,11 +67,12 @@ double GemmFlops() {
 }
 
 int Main(int argc, char** argv) {
-  auto flags =
-      Flags::Parse(argc, argv, 1,
-                   {"data", "format", "model", "holdout", "epochs", "threads",
-                    "batch", "dim", "hidden", "cross", "lr", "dense_lr", "l2",
-                    "init", "seed", "gemm", "dense_l2", "min_count"});
+  auto flags = Flags::Parse(
+      argc, argv, 1,
+      {"data",  "format", "model",     "holdout", "epochs",   "threads",
+       "batch", "dim",    "hidden",    "cross",   "lr",       "dense_lr",
+       "l2",    "init",   "seed",      "gemm",    "dense_l2", "min_count",
+       "rule",  "l1",     "test_first"});
   if (!flags.ok() || !flags->Has("data")) {
     std::fprintf(stderr, "usage: model_train_bench --data=FILE ...\n");
     return 2;
@@ -79,11 +81,15 @@ int Main(int argc, char** argv) {
   LoadOptions load;
   load.format = f.Get("format", "criteo") == "avazu" ? DataFileFormat::kAvazu
                                                      : DataFileFormat::kCriteo;
+  // The test set is the file's last `holdout` lines (or, with --test_first,
+  // its first: a second split to check the tail is not unusual).
   const double holdout = Num(f, "holdout", 0.1);
-  load.end_fraction = 1 - holdout;
+  const bool first = f.GetBool("test_first");
+  load.begin_fraction = first ? holdout : 0;
+  load.end_fraction = first ? 1 : 1 - holdout;
   auto train = LoadDataset(f.Get("data"), load);
-  load.begin_fraction = 1 - holdout;
-  load.end_fraction = 1;
+  load.begin_fraction = first ? 0 : 1 - holdout;
+  load.end_fraction = first ? holdout : 1;
   auto test = LoadDataset(f.Get("data"), load);
   if (!train.ok() || !test.ok()) {
     std::fprintf(
@@ -110,6 +116,12 @@ int Main(int argc, char** argv) {
   o.model.seed = Num(f, "seed", 1);
   o.table.learning_rate = Num(f, "lr", 0.05);
   o.table.l2 = Num(f, "l2", 0);
+  o.table.l1 = Num(f, "l1", 0);
+  const std::string rule = f.Get("rule", "adagrad");
+  o.table.rule = rule == "adam"   ? OptimizerRule::kAdam
+                 : rule == "ftrl" ? OptimizerRule::kFtrl
+                 : rule == "sgd"  ? OptimizerRule::kSgd
+                                  : OptimizerRule::kAdagrad;
   o.table.init_range = Num(f, "init", 0.01);
   o.dense.learning_rate = Num(f, "dense_lr", 0.001);
   o.dense.l2 = Num(f, "dense_l2", 0);

@@ -1,10 +1,12 @@
 #include "trainer/local_job.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/report.h"
 
 namespace sampan {
 namespace {
@@ -51,10 +53,7 @@ DenseRule RuleOf(OptimizerType t) {
 
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   const OptimizerConfig& t = c.table().optimizer();
-  if (t.type() != SGD && t.type() != ADAGRAD) {
-    return absl::InvalidArgumentError(
-        "train-local: table.optimizer.type must be SGD or ADAGRAD");
-  }
+
   LocalTrainOptions o;
   o.model.kind = KindOf(c.model().type());
   const int fields = FieldsOf(FormatOf(c.data().format()));
@@ -67,7 +66,15 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   o.model.hidden.assign(c.model().hidden().begin(), c.model().hidden().end());
   o.model.cross_layers = c.model().cross_layers();
   o.table.num_shards = c.table().num_shards();
-  o.table.rule = t.type() == SGD ? OptimizerRule::kSgd : OptimizerRule::kAdagrad;
+  o.table.rule = t.type() == SGD    ? OptimizerRule::kSgd
+                 : t.type() == ADAM ? OptimizerRule::kAdam
+                 : t.type() == FTRL ? OptimizerRule::kFtrl
+                                    : OptimizerRule::kAdagrad;
+  o.table.l1 = t.l1();
+  o.table.ftrl_beta = t.ftrl_beta();
+  o.table.beta1 = t.beta1();
+  o.table.beta2 = t.beta2();
+  o.table.epsilon = t.epsilon();
   o.table.learning_rate = t.learning_rate();
   o.table.initial_accumulator = t.initial_accumulator();
   o.table.init_range = t.init_range();
@@ -107,6 +114,8 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   if (c.data().min_feature_count() > 1) {
     MergeRareSigns(c.data().min_feature_count(), &*train, {&*test});
   }
+  // Ten points on the report's curves.
+  o->eval_every = std::max<uint64_t>(1, train->size() * o->epochs / 10);
   absl::StatusOr<LocalTrainResult> r =
       TrainLocal(*train, test->size() > 0 ? &*test : nullptr, *o);
   if (!r.ok()) return r.status();
@@ -125,7 +134,10 @@ absl::Status TrainLocalJob(const JobConfig& c) {
       r->examples_per_second);
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
+  const std::string report = absl::StrCat(c.output_dir(), "/report.html");
+  std::printf("report: %s\n", report.c_str());
+  return WriteReport(report, absl::StrCat(c.name(), ": train-local"),
+                     {{"trainer 0", r->curve}});
 }
 
 }  // namespace sampan

@@ -2,7 +2,8 @@
 // in-process table (trainer/local_trainer.h) on data.train_files[0], testing
 // on data.test_files[0] or, without one, on the last
 // data.holdout_fraction of the training file. Prints the test metrics and
-// writes them to <output_dir>/result.txt like `sampan run`.
+// writes them to <output_dir>/result.txt like `sampan run`, and the curves
+// (ten test evaluations during training) to <output_dir>/report.html.
 #ifndef SAMPAN_TRAINER_LOCAL_JOB_H_
 #define SAMPAN_TRAINER_LOCAL_JOB_H_
 

@@ -7,10 +7,10 @@
 #include <random>
 #include <thread>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "trainer/dense_sync.h"
+#include "trainer/key_dedup.h"
 #include "trainer/model/fm.h"
 
 namespace sampan {
@@ -19,7 +19,7 @@ namespace {
 // One worker's reusable buffers.
 struct Worker {
   Batch batch;
-  absl::flat_hash_map<uint64_t, uint32_t> index;
+  KeyDedup dedup;
   std::vector<uint64_t> keys;
   std::vector<uint32_t> row_of_sign;
   std::vector<float> rows, grads, shows, clicks, probs, dense, dense_grads;
@@ -27,16 +27,13 @@ struct Worker {
 
   // Fills keys (kBiasSign first) and row_of_sign from the batch.
   void Dedup() {
-    index.clear();
-    keys.clear();
+    dedup.Reset(batch.signs.size() + 1);
+    dedup.Index(kBiasSign);
     row_of_sign.resize(batch.signs.size());
-    index.emplace(kBiasSign, 0);
-    keys.push_back(kBiasSign);
     for (size_t j = 0; j < batch.signs.size(); ++j) {
-      auto [it, inserted] = index.try_emplace(batch.signs[j], keys.size());
-      if (inserted) keys.push_back(batch.signs[j]);
-      row_of_sign[j] = it->second;
+      row_of_sign[j] = dedup.Index(batch.signs[j]);
     }
+    keys = dedup.keys();
   }
 
   void CountShowsAndClicks() {
@@ -120,18 +117,16 @@ class LocalTrainer {
     w->Dedup();
     const size_t floats = w->keys.size() * model_.row_dim();
     w->rows.resize(floats);
-    if (absl::Status s = table_->Pull(w->keys, true, w->rows.data());
-        !s.ok()) {
+    if (absl::Status s = table_->Pull(w->keys, true, w->rows.data()); !s.ok()) {
       return s;
     }
     w->grads.assign(floats, 0.0f);
     w->probs.resize(w->batch.size());
     if (!w->dense.empty()) dense_->Snapshot(w->dense.data());
     w->dense_grads.assign(w->dense.size(), 0.0f);
-    const double loss =
-        model_.Step(w->batch, w->row_of_sign, 0, w->rows.data(),
-                    w->dense.data(), w->grads.data(), w->dense_grads.data(),
-                    w->probs.data(), &w->ws);
+    const double loss = model_.Step(
+        w->batch, w->row_of_sign, 0, w->rows.data(), w->dense.data(),
+        w->grads.data(), w->dense_grads.data(), w->probs.data(), &w->ws);
     w->CountShowsAndClicks();
     PushBatch push;
     push.keys = w->keys;
@@ -175,9 +170,11 @@ class LocalTrainer {
     p.examples = examples_;
     const uint64_t dn = examples_ - last_examples_;
     p.train_loss = dn > 0 ? (loss_sum_ - last_loss_) / dn : 0;
-    p.examples_per_second = p.seconds > last_seconds_
-                                ? dn / (p.seconds - last_seconds_)
-                                : 0;
+    // A final point right after a mark trained nothing new: keep the rate.
+    p.examples_per_second =
+        dn == 0 && !curve_.empty()  ? curve_.back().examples_per_second
+        : p.seconds > last_seconds_ ? dn / (p.seconds - last_seconds_)
+                                    : 0;
     p.test = m;
     last_examples_ = examples_;
     last_loss_ = loss_sum_;
@@ -207,8 +204,7 @@ class LocalTrainer {
       model_.Step(w.batch, w.row_of_sign, 0, w.rows.data(), w.dense.data(),
                   nullptr, nullptr, w.probs.data(), &w.ws);
       probs.insert(probs.end(), w.probs.begin(), w.probs.end());
-      labels.insert(labels.end(), w.batch.labels.begin(),
-                    w.batch.labels.end());
+      labels.insert(labels.end(), w.batch.labels.begin(), w.batch.labels.end());
     }
     return Evaluate(probs, labels);
   }

@@ -44,17 +44,19 @@ struct LocalTrainOptions {
 
 // One point of the training curve.
 struct CurvePoint {
-  double seconds = 0;       // since training started
-  uint64_t examples = 0;    // trained so far
-  double train_loss = 0;    // mean over examples since the previous point
+  double seconds = 0;     // since training started
+  uint64_t examples = 0;  // trained so far
+  double train_loss = 0;  // mean over examples since the previous point
   double examples_per_second = 0;  // since the previous point
-  EvalMetrics test;         // rows == 0 when there was no test set
+  EvalMetrics test;                // rows == 0 when there was no test set
 };
 
 struct LocalTrainResult {
   EvalMetrics test;  // at the end; rows == 0 without a test set
   uint64_t examples = 0;
-  double train_seconds = 0;  // training only, evaluation excluded
+  // Training wall time: excludes the final evaluation, includes those
+  // eval_every asks for (they run on a worker thread).
+  double train_seconds = 0;
   double examples_per_second = 0;
   double train_loss = 0;  // mean over all training examples
   std::vector<CurvePoint> curve;

@@ -29,7 +29,13 @@
 
 namespace sampan {
 
-enum class DataFileFormat { kCriteo, kCriteoUnlabeled, kAvazu, kLibsvm, kLibffm };
+enum class DataFileFormat {
+  kCriteo,
+  kCriteoUnlabeled,
+  kAvazu,
+  kLibsvm,
+  kLibffm
+};
 
 // Fields (slots 1..n) a format produces; 0 when the file decides (libffm).
 int FieldsOf(DataFileFormat format);

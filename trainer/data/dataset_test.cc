@@ -103,7 +103,8 @@ TEST(DatasetTest, LibsvmAndLibffm) {
   LoadOptions o;
   o.format = DataFileFormat::kLibffm;
   o.max_bad_fraction = 0.5;
-  auto d = LoadDataset(WritePlain("f.ffm", "1 0:12:1 3:7:0.5\n-1 2:9:1\nx\n"), o);
+  auto d =
+      LoadDataset(WritePlain("f.ffm", "1 0:12:1 3:7:0.5\n-1 2:9:1\nx\n"), o);
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(d->size(), 2u);
   EXPECT_EQ(d->bad_rows, 1u);
@@ -114,17 +115,17 @@ TEST(DatasetTest, LibsvmAndLibffm) {
   o.max_bad_fraction = 0;
   d = LoadDataset(WritePlain("s.svm", "0 5:1 6:2\n1 7\n"), o);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->signs, (std::vector<uint64_t>{FeatureSign(1, "5"),
-                                             FeatureSign(1, "6"),
-                                             FeatureSign(1, "7")}));
+  EXPECT_EQ(d->signs,
+            (std::vector<uint64_t>{FeatureSign(1, "5"), FeatureSign(1, "6"),
+                                   FeatureSign(1, "7")}));
   d = LoadDataset(WritePlain("bad.svm", "0 5:1\nnot a row\n"), o);
   EXPECT_FALSE(d.ok());
 }
 
 TEST(DatasetTest, GatherCopiesExamples) {
-  auto d = LoadDataset(WritePlain("g.tsv", CriteoLine(1, "a") +
-                                              CriteoLine(0, "b")),
-                       LoadOptions());
+  auto d =
+      LoadDataset(WritePlain("g.tsv", CriteoLine(1, "a") + CriteoLine(0, "b")),
+                  LoadOptions());
   ASSERT_TRUE(d.ok());
   Batch b;
   const uint32_t index[] = {1, 1, 0};
@@ -169,12 +170,13 @@ TEST(DatasetTest, RealAvazuAndCriteoFiles) {
   // 5999 newline-terminated rows plus an unterminated last one.
   EXPECT_EQ(a->size(), 6000u);
   EXPECT_EQ(a->bad_rows, 0u);
-  a = LoadDataset(
-      std::string(dir) + "/avazu/avazu_sample_with_header_100.csv", o);
+  a = LoadDataset(std::string(dir) + "/avazu/avazu_sample_with_header_100.csv",
+                  o);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->size(), 100u);
   o.format = DataFileFormat::kCriteoUnlabeled;
-  auto c = LoadDataset(std::string(dir) + "/criteo/fixture_unlabeled_200.tsv", o);
+  auto c =
+      LoadDataset(std::string(dir) + "/criteo/fixture_unlabeled_200.tsv", o);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->size(), 200u);
 }

@@ -50,8 +50,7 @@ TEST(EvaluateTest, CopcAndLogloss) {
   EXPECT_NEAR(m.copc, 2.0 / 1.5, 1e-9);
   EXPECT_NEAR(m.auc, 0.5, 1e-9);
   EXPECT_NEAR(m.logloss,
-              -(std::log(0.75) + std::log(0.25) + 2 * std::log(0.5)) / 4,
-              1e-6);
+              -(std::log(0.75) + std::log(0.25) + 2 * std::log(0.5)) / 4, 1e-6);
 }
 
 }  // namespace

@@ -75,9 +75,7 @@ class CtrModel {
  private:
   bool wide() const { return kind_ != CtrKind::kDnn; }
   bool fm() const { return kind_ == CtrKind::kFm || kind_ == CtrKind::kDeepFm; }
-  bool deep() const {
-    return kind_ != CtrKind::kLr && kind_ != CtrKind::kFm;
-  }
+  bool deep() const { return kind_ != CtrKind::kLr && kind_ != CtrKind::kFm; }
   void DeepForward(const float* dense, Workspace* ws) const;
   void DeepBackward(const float* dense, float* dense_grads,
                     Workspace* ws) const;

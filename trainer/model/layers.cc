@@ -13,8 +13,7 @@ void FillUniform(std::mt19937* rng, float limit, float* p, size_t n) {
 
 }  // namespace
 
-Linear::Linear(int in, int out, ParamLayout* layout)
-    : in_(in), out_(out) {
+Linear::Linear(int in, int out, ParamLayout* layout) : in_(in), out_(out) {
   w_ = layout->Add(size_t(in) * out);
   b_ = layout->Add(out);
 }
@@ -57,8 +56,8 @@ void FmInteraction::Forward(const Mat& e, Mat* sum, Mat* out) const {
   sum->setZero(b, dim_);
   for (int f = 0; f < fields_; ++f) *sum += e.middleCols(f * dim_, dim_);
   out->resize(b, 1);
-  out->col(0) = 0.5f * (sum->rowwise().squaredNorm() -
-                        e.rowwise().squaredNorm());
+  out->col(0) =
+      0.5f * (sum->rowwise().squaredNorm() - e.rowwise().squaredNorm());
 }
 
 void FmInteraction::Backward(const Mat& e, const Mat& sum, const Mat& dout,
@@ -108,8 +107,8 @@ void CrossLayer::Backward(const float* params, const Mat& x0, const Mat& x,
   *dx += dy;
 }
 
-double SigmoidCrossEntropy(const Mat& logits, const float* labels,
-                           float* probs, Mat* dlogits) {
+double SigmoidCrossEntropy(const Mat& logits, const float* labels, float* probs,
+                           Mat* dlogits) {
   const Eigen::Index n = logits.rows();
   dlogits->resize(n, 1);
   double loss = 0;

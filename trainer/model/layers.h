@@ -23,7 +23,8 @@
 namespace sampan {
 
 // Row-major: row i is example i.
-using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Mat =
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatMap = Eigen::Map<Mat>;
 using ConstMatMap = Eigen::Map<const Mat>;
 
@@ -99,8 +100,8 @@ class CrossLayer {
 
 // Sigmoid and mean-free log loss: writes probabilities and d loss/d logit
 // (p - y) and returns the summed loss. Logits are clamped to [-30, 30].
-double SigmoidCrossEntropy(const Mat& logits, const float* labels,
-                           float* probs, Mat* dlogits);
+double SigmoidCrossEntropy(const Mat& logits, const float* labels, float* probs,
+                           Mat* dlogits);
 
 // Sum pooling of multi-valued slots into per-field embeddings.
 // Example i owns signs [offsets[i], offsets[i+1]); sign j has slot slots[j]

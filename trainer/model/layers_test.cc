@@ -121,8 +121,9 @@ TEST(SigmoidCrossEntropyTest, GradientIsPMinusY) {
   const float labels[3] = {1, 0, 1};
   float probs[3];
   double loss = SigmoidCrossEntropy(logits, labels, probs, &d);
-  EXPECT_NEAR(loss, std::log1p(std::exp(2.0)) + std::log1p(std::exp(0.5)) +
-                        std::log1p(std::exp(-30.0)),
+  EXPECT_NEAR(loss,
+              std::log1p(std::exp(2.0)) + std::log1p(std::exp(0.5)) +
+                  std::log1p(std::exp(-30.0)),
               1e-5);
   EXPECT_NEAR(d(0, 0), probs[0] - 1, 1e-7);
   std::vector<float> grads = {float(d(0, 0)), float(d(1, 0))};
@@ -191,8 +192,8 @@ void CheckModel(CtrKind kind) {
              dgrads.data(), probs, &ws);
   auto f = [&] {
     CtrModel::Workspace w;
-    return model.Step(batch, row_of_sign, 4, rows.data(), dense.data(),
-                      nullptr, nullptr, probs, &w);
+    return model.Step(batch, row_of_sign, 4, rows.data(), dense.data(), nullptr,
+                      nullptr, probs, &w);
   };
   // A small step: ReLU kinks must not fall inside it.
   ExpectGradient(f, rows.data(), rows.size(), sgrads.data(), "sparse", 1e-3f);
@@ -243,7 +244,9 @@ TEST(DenseOptimizerTest, SgdStepIsExact) {
   opt->Apply(&p, &g);
   EXPECT_FLOAT_EQ(p, -1);
 }
-TEST(DenseOptimizerTest, SgdConverges) { ExpectConverges(DenseRule::kSgd, 0.1f); }
+TEST(DenseOptimizerTest, SgdConverges) {
+  ExpectConverges(DenseRule::kSgd, 0.1f);
+}
 TEST(DenseOptimizerTest, AdagradConverges) {
   ExpectConverges(DenseRule::kAdagrad, 0.5f);
 }

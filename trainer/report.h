@@ -1,0 +1,31 @@
+// report.html: a self-contained page (no scripts, no external files) with
+// inline SVG charts of test AUC, test logloss and training examples/s over
+// time, one line per trainer. Every chart carries a <title>, labelled axes
+// with tick values and a legend, so it reads on its own.
+#ifndef SAMPAN_TRAINER_REPORT_H_
+#define SAMPAN_TRAINER_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "trainer/local_trainer.h"
+
+namespace sampan {
+
+struct ReportSeries {
+  std::string name;  // e.g. "trainer 0"
+  std::vector<CurvePoint> points;
+};
+
+// The page's HTML.
+std::string RenderReport(const std::string& title,
+                         const std::vector<ReportSeries>& series);
+
+// Writes RenderReport(...) to `path`.
+absl::Status WriteReport(const std::string& path, const std::string& title,
+                         const std::vector<ReportSeries>& series);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_REPORT_H_
