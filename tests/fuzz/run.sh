@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each on its
+# seed corpus for SECONDS (default 20). Crashes are saved under $OUT and fail
+# the run. A short run belongs in CI; a long one is
+#   tests/fuzz/run.sh 3600   (results go in bench/RESULTS.md)
+# Needs `bazel build //proto:all` first (for the generated protobuf sources).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECONDS_EACH=${1:-20}
+OUT=${FUZZ_OUT:-/tmp/sampan-fuzz}
+GEN=bazel-bin
+mkdir -p "$OUT"
+
+ABSL=$(echo -labsl_{statusor,status,cord,cordz_info,cord_internal,cordz_functions,cordz_handle,exponential_biased,str_format_internal,synchronization,graphcycles_internal,stacktrace,symbolize,debugging_internal,demangle_internal,malloc_internal,time,civil_time,time_zone,strings,strings_internal,raw_hash_set,hashtablez_sampler,hash,city,low_level_hash,bad_optional_access,bad_variant_access,strerror,int128,throw_delegate,base,spinlock_wait,raw_logging_internal,log_severity})
+FLAGS=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
+       -fno-sanitize-recover=undefined -I. -I"$GEN" -I/usr/include/eigen3)
+
+build() {  # name sources... -- libs...
+  local name=$1; shift
+  local sources=() arg
+  for arg in "$@"; do [[ $arg == -* ]] || sources+=("$arg"); done
+  if [ -x "$OUT/$name" ] && [ -z "$(find "${sources[@]}" -newer "$OUT/$name" | head -1)" ]; then
+    return 0  # up to date
+  fi
+  echo "building $name"
+  clang++ "${FLAGS[@]}" -o "$OUT/$name" "$@" $ABSL -lpthread
+}
+
+build criteo_parser_fuzzer tests/fuzz/criteo_parser_fuzzer.cc \
+  trainer/data/criteo_reader.cc
+build config_fuzzer tests/fuzz/config_fuzzer.cc common/config.cc \
+  "$GEN/proto/job.pb.cc" -lyaml-cpp -lprotobuf
+build rpc_fuzzer tests/fuzz/rpc_fuzzer.cc pserver/pserver.cc \
+  pserver/metrics.cc pserver/worker_pool.cc common/metrics.cc common/log.cc \
+  sparse_table/accessor.cc sparse_table/admission.cc sparse_table/delta.cc \
+  sparse_table/row_store.cc sparse_table/table.cc \
+  "$GEN/proto/ps.pb.cc" "$GEN/proto/ps.grpc.pb.cc" \
+  -lgrpc++ -lgrpc -lgpr -lprotobuf -lrocksdb -lprometheus-cpp-pull \
+  -lprometheus-cpp-core -lz
+
+# Seeds: hand-written lines, the example configs, a few requests.
+seeds=$(mktemp -d)
+trap 'rm -rf "$seeds"' EXIT
+mkdir -p "$seeds"/{criteo,config,rpc}
+cp tests/fuzz/corpus/criteo/* "$seeds/criteo/"
+cp configs/*.yaml "$seeds/config/"
+cp tests/fuzz/corpus/rpc/* "$seeds/rpc/"
+
+failed=0
+for target in criteo_parser_fuzzer:criteo config_fuzzer:config rpc_fuzzer:rpc; do
+  name=${target%%:*}; corpus=${target##*:}
+  mkdir -p "$OUT/corpus-$corpus" "$OUT/crashes-$name"
+  echo "running $name for ${SECONDS_EACH}s"
+  if ! "$OUT/$name" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 \
+      -artifact_prefix="$OUT/crashes-$name/" -print_final_stats=1 \
+      "$OUT/corpus-$corpus" "$seeds/$corpus" > "$OUT/$name.log" 2>&1; then
+    echo "FAIL: $name found a crash; see $OUT/$name.log and $OUT/crashes-$name/"
+    tail -30 "$OUT/$name.log"
+    failed=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$OUT/$name.log" | tr '\n' ' '
+    echo
+  fi
+done
+exit $failed

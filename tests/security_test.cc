@@ -1,0 +1,175 @@
+// TLS, mutual TLS and bearer tokens on a real pserver over loopback, with
+// certificates made by openssl for this test.
+#include <grpcpp/grpcpp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "common/hash.h"
+#include "common/security.h"
+#include "gtest/gtest.h"
+#include "pserver/pserver.h"
+#include "sparse_table/sparse_table.h"
+
+namespace sampan {
+namespace {
+
+std::string Dir() { return std::string(std::getenv("TEST_TMPDIR")) + "/pki"; }
+
+// A CA and a certificate for localhost/127.0.0.1 signed by it; the same
+// certificate serves as the client's in the mutual-TLS case.
+void MakeCertificates() {
+  const std::string script = "set -e; mkdir -p " + Dir() + "; cd " + Dir() +
+                             R"(;
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sampan-test-ca \
+      -keyout ca.key -out ca.pem 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+      -keyout node.key -out node.csr 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' > ext
+    openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+      -days 2 -extfile ext -out node.pem 2>/dev/null
+    echo 0123456789abcdef-right-token > token
+    echo 0123456789abcdef-wrong-token > wrong)";
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/make_pki.sh";
+  std::ofstream(path) << script << "\n";
+  ASSERT_EQ(std::system(("bash " + path).c_str()), 0);
+}
+
+SecurityOptions Secured(bool mutual) {
+  SecurityOptions o;
+  o.cert_file = Dir() + "/node.pem";
+  o.key_file = Dir() + "/node.key";
+  o.ca_file = Dir() + "/ca.pem";
+  o.token_file = Dir() + "/token";
+  o.mutual_tls = mutual;
+  return o;
+}
+
+class SecurityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { MakeCertificates(); }
+
+  void Serve(const SecurityOptions& options) {
+    TableOptions t;
+    t.num_shards = 4;
+    t.embedding_dim = 0;
+    t.rule = OptimizerRule::kSgd;
+    t.learning_rate = 1;
+    auto table = NewTable(t);
+    ASSERT_TRUE(table.ok());
+    PserverOptions p;
+    p.num_shards = 4;
+    pserver_ = Pserver::Create(p, std::move(*table));
+    auto creds = MakeServerCredentials(options, "127.0.0.1");
+    ASSERT_TRUE(creds.ok()) << creds.status();
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", *creds, &port);
+    builder.RegisterService(pserver_->service());
+    server_ = builder.BuildAndStart();
+    address_ = "localhost:" + std::to_string(port);
+  }
+
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    if (pserver_) pserver_->Stop();
+  }
+
+  // Pushes +1 to key 7 (SGD, lr 1, gradient -1) and returns the status.
+  grpc::Status PushOne(std::shared_ptr<grpc::ChannelCredentials> creds) {
+    auto stub = ps::SparseTable::NewStub(grpc::CreateChannel(address_, creds));
+    ps::PushRequest req;
+    req.add_keys(7);
+    const float grad = -1;
+    req.set_grads(&grad, sizeof grad);
+    req.add_shows(1);
+    req.add_clicks(0);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ps::PushResponse resp;
+    return stub->Push(&ctx, req, &resp);
+  }
+
+  float ReadKey7() {
+    auto creds = MakeChannelCredentials(Secured(mutual_));
+    auto stub = ps::SparseTable::NewStub(grpc::CreateChannel(address_, *creds));
+    ps::PullRequest req;
+    req.add_keys(7);
+    grpc::ClientContext ctx;
+    ps::PullResponse resp;
+    EXPECT_TRUE(stub->Pull(&ctx, req, &resp).ok());
+    float w = -1;
+    std::memcpy(&w, resp.values().data(), sizeof w);
+    return w;
+  }
+
+  bool mutual_ = false;
+  std::unique_ptr<Pserver> pserver_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+TEST_F(SecurityTest, TokenIsRequiredAndCheckedAndBadCallsChangeNothing) {
+  Serve(Secured(false));
+  auto good = MakeChannelCredentials(Secured(false));
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE(PushOne(*good).ok());
+
+  SecurityOptions no_token = Secured(false);
+  no_token.token_file.clear();
+  grpc::Status s = PushOne(*MakeChannelCredentials(no_token));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(s.error_message(), "missing bearer token");
+
+  SecurityOptions wrong = Secured(false);
+  wrong.token_file = Dir() + "/wrong";
+  s = PushOne(*MakeChannelCredentials(wrong));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(s.error_message(), "wrong bearer token");
+
+  EXPECT_EQ(ReadKey7(), 1.0f);  // only the authenticated push landed
+}
+
+TEST_F(SecurityTest, PlaintextClientCannotTalkToTlsServer) {
+  Serve(Secured(false));
+  grpc::Status s = PushOne(grpc::InsecureChannelCredentials());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_EQ(ReadKey7(), 0.0f);
+}
+
+TEST_F(SecurityTest, MutualTlsRejectsClientsWithoutCertificate) {
+  mutual_ = true;
+  Serve(Secured(true));
+  ASSERT_TRUE(PushOne(*MakeChannelCredentials(Secured(true))).ok());
+  // TLS and the right token, but no client certificate.
+  grpc::Status s = PushOne(*MakeChannelCredentials(Secured(false)));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_EQ(ReadKey7(), 1.0f);
+}
+
+TEST(ListenPolicyTest, NonLoopbackNeedsTlsAndTokenOrInsecure) {
+  SecurityOptions plain;
+  auto refused = MakeServerCredentials(plain, "0.0.0.0");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(MakeServerCredentials(plain, "127.0.0.1").ok());
+  plain.insecure = true;
+  EXPECT_TRUE(MakeServerCredentials(plain, "0.0.0.0").ok());
+
+  SecurityOptions token_only;
+  token_only.token_file = "/nonexistent";
+  EXPECT_EQ(MakeChannelCredentials(token_only).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {
+  EXPECT_TRUE(ConstantTimeEquals("Bearer abc", "Bearer abc"));
+  EXPECT_FALSE(ConstantTimeEquals("Bearer abc", "Bearer abd"));
+  EXPECT_FALSE(ConstantTimeEquals("Bearer abc", "Bearer ab"));
+  EXPECT_FALSE(ConstantTimeEquals("", "x"));
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+}
+
+}  // namespace
+}  // namespace sampan
