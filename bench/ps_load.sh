@@ -6,7 +6,8 @@
 # in-process RocksDB table (C processes), so the RPC overhead shows as a ratio;
 # then the RPC run again paced at half its maximum for the latency figure.
 #
-# usage: bench/ps_load.sh [P=2] [C=2] [SECONDS=10]   (after `make build`)
+# usage: [BACKEND=ROCKSDB|MEMORY] bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
+#        (after `make build`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; BATCH=4096; DIM=16; SHARDS=64
@@ -26,12 +27,14 @@ sleep 0.3
 tcp_gbps=$(iperf3 -c 127.0.0.1 -p 5299 -t 3 -J | /usr/bin/python3 -c \
   'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))')
 
-# --- peer 2: the same loop on in-process RocksDB tables
+# --- peer 2: the same loop on in-process tables of the same backend
 sum_rate() { awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
   rate += (v["keys_pulled"] + v["keys_pushed"]) / v["seconds"] } END { printf "%.0f", rate }'; }
 inproc=()
 for c in $(seq 1 "$C"); do
-  "$CLIENT" --mode=inprocess --data_dir="$TMP/inproc-$c" --seconds="$SECS" \
+  dir_flag=""
+  if [ "$BACKEND" = ROCKSDB ]; then dir_flag="--data_dir=$TMP/inproc-$c"; fi
+  "$CLIENT" --mode=inprocess $dir_flag --seconds="$SECS" \
     --batch=$BATCH --dim=$DIM --seed="$c" > "$TMP/inproc-$c.out" &
   inproc+=($!)
 done
@@ -91,9 +94,9 @@ p50=$(cat "$TMP"/half-*.out | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' | sort -n |
 p99=$(cat "$TMP"/half-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 p999=$(cat "$TMP"/half-*.out | sed -n 's/.*p999_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 
-echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS durability=WAL (RocksDB)"
+echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL when ROCKSDB)"
 echo "raw loopback TCP (iperf3):            $tcp_gbps Gbit/s"
-echo "in-process RocksDB table, $C procs:    $inproc_rate keys/s (pull + push)"
+echo "in-process $BACKEND table, $C procs:   $inproc_rate keys/s (pull + push)"
 echo "RPC fleet, max load:                  $max_rate keys/s (pull + push), pull p99 ${max_p99} ms"
 echo "  ratio to in-process:                $(echo "scale=3; $max_rate / $inproc_rate" | bc)"
 echo "  CPU seconds per million keys:       $cpu_per_m (clients + pservers)"

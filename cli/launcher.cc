@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,12 +25,16 @@
 #include "absl/time/clock.h"
 #include "cli/progress.h"
 #include "cli/synthetic_data.h"
+#include "common/security.h"
 #include "coordinator/client.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/trainer.h"
 
 namespace sampan {
 namespace {
+
+// A pserver that keeps dying is a bug to report, not to hide.
+constexpr int kMaxPserverRestarts = 3;
 
 volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
@@ -41,6 +46,11 @@ struct Child {
   bool is_trainer = false;
   bool exited = false;
   int status = 0;
+  std::vector<std::string> args;  // as passed to `sampan`
+  // A pserver whose table is durable comes back on the same port after a
+  // crash (its clients retry meanwhile); <= 0 means never restarted.
+  int restarts_left = 0;
+  std::string port_file;
 };
 
 std::string LastLines(const std::string& path, int n) {
@@ -82,6 +92,7 @@ class Launcher {
   bool Prepare() {
     std::error_code ec;
     std::filesystem::create_directories(LogDir(), ec);
+    if (!ec) std::filesystem::create_directories(MetricsDir(), ec);
     if (ec) {
       std::cerr << "error: cannot create " << LogDir() << ": " << ec.message()
                 << "\n";
@@ -136,10 +147,20 @@ class Launcher {
            "--port_file=" + port_file});
     const std::string coordinator = WaitForCoordinator(port_file);
     if (coordinator.empty()) return ReportFailure();
+    // Only a durable table survives a restart; a memory-backed pserver
+    // that dies takes its rows with it, and the job must fail instead.
+    const bool durable = config_.table().backend() == ROCKSDB;
     for (uint32_t i = 0; i < config_.cluster().num_pservers(); ++i) {
-      Spawn(absl::StrCat("pserver-", i), false,
-            {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
-             "--coordinator=" + coordinator});
+      const std::string name = absl::StrCat("pserver-", i);
+      const std::string port_file =
+          absl::StrCat(config_.output_dir(), "/", name, ".port");
+      std::remove(port_file.c_str());
+      Child& child = Spawn(
+          name, false,
+          {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
+           "--coordinator=" + coordinator, "--port_file=" + port_file});
+      child.port_file = port_file;
+      child.restarts_left = durable ? kMaxPserverRestarts : 0;
     }
     for (uint32_t r = 0; r < config_.cluster().num_trainers(); ++r) {
       Spawn(absl::StrCat("trainer-", r), true,
@@ -149,28 +170,70 @@ class Launcher {
     return Supervise(coordinator);
   }
 
-  void Spawn(const std::string& name, bool is_trainer,
-             const std::vector<std::string>& args) {
+  // Every child serves /metrics on a free port and reports it in
+  // <output_dir>/metrics/<name>.port, so a Prometheus (or `curl`) can find
+  // the whole job (docs/config.md, "Metrics").
+  Child& Spawn(const std::string& name, bool is_trainer,
+               std::vector<std::string> args) {
+    const std::string port_file =
+        absl::StrCat(MetricsDir(), "/", name, ".port");
+    std::remove(port_file.c_str());
+    args.push_back("--metrics_port=0");
+    args.push_back("--metrics_port_file=" + port_file);
     Child child;
     child.name = name;
     child.is_trainer = is_trainer;
     child.log_path = absl::StrCat(LogDir(), "/", name, ".log");
+    child.args = std::move(args);
+    children_.push_back(child);
+    Launch(children_.back(), O_TRUNC);
+    return children_.back();
+  }
+
+  // Forks and execs `child.args`, appending to or truncating its log.
+  void Launch(Child& child, int log_mode) {
     const pid_t parent = getpid();
     const pid_t pid = fork();
-    if (pid == 0) ExecChild(child, args, parent);
+    if (pid == 0) ExecChild(child, child.args, parent, log_mode);
     child.pid = pid;
-    children_.push_back(child);
+    child.exited = false;
+  }
+
+  // Brings a crashed durable pserver back on its old port, so the address
+  // its clients hold stays valid; they retry until it answers. Returns false
+  // when the child may not be restarted.
+  bool Restart(Child& c) {
+    if (stopping_ || c.restarts_left <= 0 || c.is_trainer) return false;
+    std::ifstream in(c.port_file);
+    int port = 0;
+    if (!(in >> port) || port <= 0) return false;
+    --c.restarts_left;
+    std::vector<std::string>& args = c.args;
+    args.erase(std::remove_if(args.begin(), args.end(),
+                              [](const std::string& a) {
+                                return a.rfind("--port=", 0) == 0;
+                              }),
+               args.end());
+    args.push_back(absl::StrCat("--port=", port));
+    std::cerr << "\n"
+              << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
+              << "; restarting it on port " << port << " (" << c.restarts_left
+              << " restarts left); it recovers acknowledged pushes from its "
+                 "RocksDB log\n";
+    Launch(c, O_APPEND);
+    ++restarts_;
+    return true;
   }
 
   // Runs in the forked child; never returns.
   [[noreturn]] static void ExecChild(const Child& child,
                                      const std::vector<std::string>& args,
-                                     pid_t parent) {
+                                     pid_t parent, int log_mode) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);  // the launcher died before prctl
     setpgid(0, 0);  // Ctrl-C reaches the launcher only; it stops us in order
     const int fd = open(child.log_path.c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                        O_WRONLY | O_CREAT | log_mode | O_CLOEXEC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
@@ -215,6 +278,7 @@ class Launcher {
         c.exited = true;
         c.status = status;
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!clean && Restart(c)) continue;
         if ((!clean || !c.is_trainer) && failed_child_ == nullptr) {
           failed_child_ = &c;
         }
@@ -231,8 +295,10 @@ class Launcher {
   }
 
   int Supervise(const std::string& coordinator_address) {
+    auto credentials = MakeChannelCredentials(SecurityOptionsFromJob(config_));
     CoordinatorClient coordinator(coordinator_address, absl::Seconds(2),
-                                  absl::Seconds(2));
+                                  absl::Seconds(2),
+                                  credentials.ok() ? *credentials : nullptr);
     ProgressPrinter progress(config_);
     const absl::Duration interval =
         absl::Seconds(config_.progress_interval_seconds());
@@ -272,6 +338,7 @@ class Launcher {
   // SIGTERM to every live child, SIGKILL to those still alive after a grace
   // period, and reap them all.
   void StopAll() {
+    stopping_ = true;
     for (Child& c : children_) {
       if (!c.exited) kill(c.pid, SIGTERM);
     }
@@ -310,16 +377,22 @@ class Launcher {
           "planted model (the best reachable): AUC %.6f  logloss %.6f\n",
           synthetic_.planted_auc, synthetic_.planted_logloss);
     }
+    if (restarts_ > 0) {
+      std::cout << restarts_ << " pserver restart(s) during the job\n";
+    }
     std::cout << "logs and results: " << config_.output_dir() << "\n";
   }
 
   std::string LogDir() const { return config_.output_dir() + "/logs"; }
+  std::string MetricsDir() const { return config_.output_dir() + "/metrics"; }
 
   JobConfig config_;
   std::string config_path_;
   SyntheticData synthetic_;
   uint64_t synthetic_rows_ = 0;
-  std::deque<Child> children_;  // deque: failed_child_ points into it
+  std::deque<Child> children_;
+  bool stopping_ = false;  // set by StopAll: exits are expected then
+  int restarts_ = 0;       // deque: failed_child_ points into it
   Child* failed_child_ = nullptr;
   std::string failure_;
 };

@@ -12,12 +12,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/job_metrics.h"
 #include "cli/launcher.h"
 #include "cli/serve.h"
+#include "cli/status.h"
+#include "cli/submit.h"
 #include "common/config.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/security.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
 #include "google/protobuf/text_format.h"
@@ -44,12 +48,25 @@ commands:
   gen-data --out=DIR [--rows=N] [--seed=S] [--test_fraction=F]
                           write Criteo-shaped synthetic data from a planted
                           model (train.tsv, test.tsv, test.planted)
+  render JOB.yaml --target=k8s -o DIR
+                          write Kubernetes objects (a kustomize directory);
+                          --target=config prints the job with every field
+  submit JOB.yaml [-o DIR]
+                          render, then `kubectl apply -k` to the current
+                          kubectl context (error when there is none)
+  status [JOB.yaml] [--coordinator=HOST:PORT]
+                          state, ranks, throughput, loss and AUC of a running
+                          job (a local one from JOB.yaml alone)
   coordinator --config=F [--port=P] [--port_file=F]
   pserver --config=F --index=I [--coordinator=HOST:PORT] [--port=P]
-          [--port_file=F] [--metrics_port=P]
+          [--port_file=F]
   trainer --config=F --rank=R --coordinator=HOST:PORT
                           the processes `run` starts; --config takes the job
-                          YAML or the resolved job.pbtxt that `run` writes
+                          YAML or the resolved job.pbtxt that `run` writes.
+                          All three also take --host=H (bind and advertise
+                          H instead of cluster.host), --metrics_port=P
+                          (serve /metrics; 0 = any free port) and
+                          --metrics_port_file=F (write the bound port to F)
 )";
 
 int ConfigError(const absl::Status& status) {
@@ -89,6 +106,12 @@ Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known) {
   }
   absl::StatusOr<JobConfig> config = LoadAnyConfig(flags->Get("config"));
   if (!config.ok()) std::exit(ConfigError(config.status()));
+  // --host replaces cluster.host everywhere (binding, advertising, the
+  // loopback check of the security settings): on Kubernetes each pod uses
+  // its own IP, $(POD_IP), while all share one config.
+  if (flags->Has("host")) {
+    config->mutable_cluster()->set_host(flags->Get("host"));
+  }
   return {*flags, *config};
 }
 
@@ -104,21 +127,38 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
-int CoordinatorMain(int argc, char** argv) {
-  BlockTerminationSignals();
-  SetLogRole("coordinator");
-  Invocation inv = ParseOrExit(argc, argv, {"port", "port_file"});
-  auto service = NewCoordinatorService(inv.config);
-  ServeOptions options;
-  options.host = inv.config.cluster().host();
-  options.port =
-      IntFlagOrExit(inv.flags, "port", inv.config.cluster().coordinator_port());
-  options.port_file = inv.flags.Get("port_file");
-  absl::Status s = ServeUntilSignal(service.get(), options);
-  return s.ok() ? 0 : Fail(s);
+// Server and channel credentials from the job's cluster.security; a bad
+// setting is a config error (exit status 2) before anything starts.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentialsOrExit(
+    const JobConfig& config) {
+  auto creds = MakeServerCredentials(SecurityOptionsFromJob(config),
+                                     config.cluster().host());
+  if (!creds.ok()) std::exit(ConfigError(creds.status()));
+  return *creds;
 }
 
-// Serves this process's metrics when --metrics_port is given (0 = any).
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
+    const JobConfig& config) {
+  auto creds = MakeChannelCredentials(SecurityOptionsFromJob(config));
+  if (!creds.ok()) std::exit(ConfigError(creds.status()));
+  return *creds;
+}
+
+// Writes `port` to `path` atomically (by rename): readers never see a
+// partial number.
+void WritePortFile(const std::string& path, int port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    SAMPAN_LOG(WARNING) << "cannot write " << path;
+  }
+}
+
+// Serves this process's metrics when --metrics_port is given (0 = any),
+// writing the bound port to --metrics_port_file when given.
 std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
                                                  const std::string& host) {
   if (!flags.Has("metrics_port")) return nullptr;
@@ -130,14 +170,53 @@ std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
   }
   SAMPAN_LOG(INFO) << "metrics on http://" << host << ":" << (*server)->port()
                    << "/metrics";
+  if (flags.Has("metrics_port_file")) {
+    WritePortFile(flags.Get("metrics_port_file"), (*server)->port());
+  }
   return std::move(*server);
+}
+
+int CoordinatorMain(int argc, char** argv) {
+  BlockTerminationSignals();
+  SetLogRole("coordinator");
+  Invocation inv = ParseOrExit(
+      argc, argv,
+      {"port", "port_file", "host", "metrics_port", "metrics_port_file"});
+  auto service = NewCoordinatorService(inv.config);
+  ServeOptions options;
+  options.host = inv.config.cluster().host();
+  options.port =
+      IntFlagOrExit(inv.flags, "port", inv.config.cluster().coordinator_port());
+  options.port_file = inv.flags.Get("port_file");
+  options.credentials = ServerCredentialsOrExit(inv.config);
+  auto metrics = MaybeStartMetrics(inv.flags, options.host);
+  // Job-level metrics from the heartbeats, read back on every tick through
+  // our own JobStatus RPC, which has a deadline.
+  std::unique_ptr<JobMetrics> job_metrics;
+  std::unique_ptr<CoordinatorClient> self;
+  if (metrics != nullptr) {
+    job_metrics = std::make_unique<JobMetrics>();
+    options.on_started = [&](const std::string& address) {
+      self = std::make_unique<CoordinatorClient>(
+          address, absl::Seconds(2), absl::Seconds(2),
+          ChannelCredentialsOrExit(inv.config));
+      return absl::OkStatus();
+    };
+    options.on_tick = [&] {
+      if (self == nullptr) return;
+      absl::StatusOr<coord::JobStatusResponse> status = self->JobStatus();
+      if (status.ok()) job_metrics->Update(*status, absl::Now());
+    };
+  }
+  absl::Status s = ServeUntilSignal(service.get(), options);
+  return s.ok() ? 0 : Fail(s);
 }
 
 int PserverMain(int argc, char** argv) {
   BlockTerminationSignals();
-  Invocation inv = ParseOrExit(
-      argc, argv,
-      {"index", "coordinator", "port", "port_file", "metrics_port"});
+  Invocation inv = ParseOrExit(argc, argv,
+                               {"index", "coordinator", "port", "port_file",
+                                "metrics_port", "metrics_port_file", "host"});
   const ClusterConfig& cluster = inv.config.cluster();
   const int index = IntFlagOrExit(inv.flags, "index", -1);
   if (index < 0 || index >= static_cast<int>(cluster.num_pservers())) {
@@ -160,13 +239,15 @@ int PserverMain(int argc, char** argv) {
   options.host = cluster.host();
   options.port = IntFlagOrExit(inv.flags, "port", 0);
   options.port_file = inv.flags.Get("port_file");
+  options.credentials = ServerCredentialsOrExit(inv.config);
   // Without --coordinator the pserver serves standalone (benchmarks, tools).
   std::unique_ptr<CoordinatorClient> coordinator;
   if (inv.flags.Has("coordinator")) {
     coordinator = std::make_unique<CoordinatorClient>(
         inv.flags.Get("coordinator"),
         absl::Seconds(cluster.rpc_deadline_seconds()),
-        absl::Seconds(cluster.wait_timeout_seconds()));
+        absl::Seconds(cluster.wait_timeout_seconds()),
+        ChannelCredentialsOrExit(inv.config));
   }
   std::string address;
   options.on_started = [&](const std::string& a) {
@@ -175,6 +256,7 @@ int PserverMain(int argc, char** argv) {
     return coordinator->Register(coord::PSERVER, index, address);
   };
   options.on_tick = [&] {
+    pserver->RefreshGauges();
     if (!coordinator) return;
     coord::HeartbeatRequest req;
     req.set_role(coord::PSERVER);
@@ -192,7 +274,9 @@ int PserverMain(int argc, char** argv) {
 }
 
 int TrainerMain(int argc, char** argv) {
-  Invocation inv = ParseOrExit(argc, argv, {"rank", "coordinator"});
+  Invocation inv = ParseOrExit(
+      argc, argv,
+      {"rank", "coordinator", "host", "metrics_port", "metrics_port_file"});
   const int rank = IntFlagOrExit(inv.flags, "rank", -1);
   if (rank < 0 ||
       rank >= static_cast<int>(inv.config.cluster().num_trainers())) {
@@ -201,6 +285,8 @@ int TrainerMain(int argc, char** argv) {
                         inv.config.cluster().num_trainers())));
   }
   SetLogRole(absl::StrFormat("trainer-%d", rank));
+  // The PS client's families (pull latency, push queues) are served here.
+  auto metrics = MaybeStartMetrics(inv.flags, inv.config.cluster().host());
   absl::Status s = RunTrainer(inv.config, rank, inv.flags.Get("coordinator"));
   if (!s.ok()) return Fail(s);
   SAMPAN_LOG(INFO) << "done";
@@ -274,6 +360,9 @@ int main(int argc, char** argv) {
   if (command == "validate") return ValidateMain(argc, argv);
   if (command == "train-local") return TrainLocalMain(argc, argv);
   if (command == "gen-data") return GenDataMain(argc, argv);
+  if (command == "render") return RenderMain(argc, argv);
+  if (command == "submit") return SubmitMain(argc, argv);
+  if (command == "status") return StatusMain(argc, argv);
   if (command == "coordinator") return CoordinatorMain(argc, argv);
   if (command == "pserver") return PserverMain(argc, argv);
   if (command == "trainer") return TrainerMain(argc, argv);

@@ -53,7 +53,10 @@ absl::Status ServeUntilSignal(grpc::Service* service,
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::StrCat(options.host, ":", options.port),
-                           grpc::InsecureServerCredentials(), &port);
+                           options.credentials
+                               ? options.credentials
+                               : grpc::InsecureServerCredentials(),
+                           &port);
   builder.SetMaxReceiveMessageSize(256 << 20);
   builder.SetMaxSendMessageSize(256 << 20);
   builder.RegisterService(service);

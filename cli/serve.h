@@ -4,6 +4,7 @@
 #define SAMPAN_CLI_SERVE_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -11,6 +12,7 @@
 
 namespace grpc {
 class Service;
+class ServerCredentials;
 }
 
 namespace sampan {
@@ -28,6 +30,8 @@ struct ServeOptions {
   absl::Duration tick = absl::Seconds(1);
   // In-flight calls get this long to finish at shutdown.
   absl::Duration grace = absl::Seconds(5);
+  // Server credentials (TLS, token check); null means plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
 };
 
 // Blocks SIGTERM and SIGINT in the calling thread and every thread it creates

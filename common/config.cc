@@ -399,12 +399,11 @@ absl::Status ValidateModel(const ModelConfig& m) {
     return Invalid("model.type",
                    "must be set (LR, FM, DNN, WIDE_DEEP, DEEPFM or DCN_V2)");
   }
-  if (m.type() != LR &&
-      (m.embedding_dim() < 1 || m.embedding_dim() > 1024)) {
-    return Invalid("model.embedding_dim",
-                   absl::StrCat("must be in [1, 1024] for ",
-                                ModelType_Name(m.type()), ", got ",
-                                m.embedding_dim()));
+  if (m.type() != LR && (m.embedding_dim() < 1 || m.embedding_dim() > 1024)) {
+    return Invalid(
+        "model.embedding_dim",
+        absl::StrCat("must be in [1, 1024] for ", ModelType_Name(m.type()),
+                     ", got ", m.embedding_dim()));
   }
   if (m.type() == LR || m.type() == FM) return absl::OkStatus();
   for (int i = 0; i < m.hidden_size(); ++i) {
@@ -418,7 +417,8 @@ absl::Status ValidateModel(const ModelConfig& m) {
   }
   const OptimizerType t = m.dense_optimizer().type();
   if (t != SGD && t != ADAGRAD && t != ADAM) {
-    return Invalid("model.dense_optimizer.type", "must be SGD, ADAGRAD or ADAM");
+    return Invalid("model.dense_optimizer.type",
+                   "must be SGD, ADAGRAD or ADAM");
   }
   return Positive("model.dense_optimizer.learning_rate",
                   m.dense_optimizer().learning_rate());
@@ -539,6 +539,67 @@ absl::Status ValidateData(const DataConfig& d) {
   });
 }
 
+// Kubernetes quantities: a decimal number with an optional SI or binary
+// suffix ("500m", "2", "1.5Gi"); the API server rejects anything else.
+bool IsQuantity(const std::string& q) {
+  static const char* const kSuffixes[] = {"",   "m",  "k",  "M",  "G",  "T",
+                                          "Ki", "Mi", "Gi", "Ti", "Pi", "E"};
+  size_t digits = 0;
+  while (digits < q.size() &&
+         (absl::ascii_isdigit(static_cast<unsigned char>(q[digits])) ||
+          q[digits] == '.')) {
+    ++digits;
+  }
+  if (digits == 0) return false;
+  for (const char* suffix : kSuffixes) {
+    if (q.substr(digits) == suffix) return true;
+  }
+  return false;
+}
+
+absl::Status ValidateResources(absl::string_view path,
+                               const ResourceConfig& r) {
+  const std::pair<const char*, const std::string*> fields[] = {
+      {"cpu_request", &r.cpu_request()},
+      {"memory_request", &r.memory_request()},
+      {"cpu_limit", &r.cpu_limit()},
+      {"memory_limit", &r.memory_limit()}};
+  for (const auto& [name, value] : fields) {
+    if (!value->empty() && !IsQuantity(*value)) {
+      return Invalid(absl::StrCat(path, ".", name),
+                     absl::StrCat("not a Kubernetes quantity: \"", *value,
+                                  "\" (e.g. \"500m\", \"2\", \"4Gi\")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateKubernetes(const KubernetesConfig& k) {
+  const std::string& policy = k.image_pull_policy();
+  return FirstError({
+      k.image().empty() ? Invalid("kubernetes.image", "must not be empty")
+                        : absl::OkStatus(),
+      policy != "Always" && policy != "IfNotPresent" && policy != "Never"
+          ? Invalid("kubernetes.image_pull_policy",
+                    "must be Always, IfNotPresent or Never")
+          : absl::OkStatus(),
+      ValidateResources("kubernetes.coordinator", k.coordinator()),
+      ValidateResources("kubernetes.pserver", k.pserver()),
+      ValidateResources("kubernetes.trainer", k.trainer()),
+      IsQuantity(k.pserver_storage())
+          ? absl::OkStatus()
+          : Invalid("kubernetes.pserver_storage", "not a Kubernetes quantity"),
+      k.grpc_port() < 1 || k.grpc_port() > 65535 || k.metrics_port() < 1 ||
+              k.metrics_port() > 65535 || k.grpc_port() == k.metrics_port()
+          ? Invalid("kubernetes.grpc_port/metrics_port",
+                    "must be two different ports in [1, 65535]")
+          : absl::OkStatus(),
+      absl::StartsWith(k.data_mount_path(), "/")
+          ? absl::OkStatus()
+          : Invalid("kubernetes.data_mount_path", "must be an absolute path"),
+  });
+}
+
 absl::Status SyntaxError(absl::string_view source, const YAML::Exception& e) {
   return absl::InvalidArgumentError(
       absl::StrCat(source, ":", LineOf(e.mark), ": invalid YAML: ", e.msg));
@@ -616,23 +677,69 @@ JobConfig DefaultJobConfig() {
   data->mutable_synthetic()->set_test_fraction(0.1);
   config.set_output_dir("/tmp/sampan-job");
   config.set_progress_interval_seconds(2);
+  KubernetesConfig* k8s = config.mutable_kubernetes();
+  k8s->set_image("sampan:latest");
+  k8s->set_image_pull_policy("IfNotPresent");
+  k8s->set_pserver_storage("10Gi");
+  k8s->set_trainer_backoff_limit(3);
+  k8s->set_grpc_port(7000);
+  k8s->set_metrics_port(9090);
+  k8s->set_data_mount_path("/data");
   return config;
+}
+
+// The 1-based line of a document marker ("---" at column 0) that follows
+// content, or 0 when the text holds at most one document.
+int SecondDocumentLine(std::string_view yaml) {
+  bool content = false;
+  int line = 0;
+  size_t pos = 0;
+  while (pos <= yaml.size()) {
+    size_t end = yaml.find('\n', pos);
+    if (end == std::string_view::npos) end = yaml.size();
+    const std::string_view text = yaml.substr(pos, end - pos);
+    ++line;
+    const bool marker = text.substr(0, 3) == "---" &&
+                        (text.size() == 3 || text[3] == ' ' || text[3] == '\r');
+    if (marker && content) return line;
+    const size_t first = text.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && text[first] != '#' &&
+        text[first] != '%' && text.substr(0, 3) != "...") {
+      content = true;
+    }
+    pos = end + 1;
+  }
+  return 0;
 }
 
 absl::StatusOr<JobConfig> ParseJobConfig(std::string_view yaml,
                                          std::string_view source) {
   // Debian's Abseil has its own string_view type, which StrCat requires.
   const absl::string_view source_name(source.data(), source.size());
+  // One document only. YAML::LoadAll is not used to tell: in yaml-cpp 0.7 it
+  // loops forever on input such as ",a: 1" (jbeder/yaml-cpp#1040, fixed
+  // upstream by #1319), which a fuzzer found within seconds.
+  if (const int line = SecondDocumentLine(yaml); line > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ":", line,
+                     ": expected a single YAML document, got another here"));
+  }
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(std::string(yaml));
+    YAML::Node root = YAML::Load(std::string(yaml));
+    if (root.IsDefined() && !root.IsNull()) {
+      documents.push_back(root);
+    } else if (yaml.find_first_not_of(" \t\r\n") != std::string_view::npos &&
+               SecondDocumentLine(std::string(yaml) + "\n---") > 0) {
+      // Text that is more than comments but reads as null (yaml-cpp takes
+      // ",a: 1" for an empty document) is a mistake, not an empty config.
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name,
+                       ":1: expected a mapping of job fields, got text that "
+                       "YAML reads as empty"));
+    }
   } catch (const YAML::Exception& e) {
     return SyntaxError(source_name, e);
-  }
-  if (documents.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source_name, ":", LineOf(documents[1].Mark()),
-        ": expected a single YAML document, got ", documents.size()));
   }
   JobConfig config = DefaultJobConfig();
   if (!documents.empty()) {
@@ -666,6 +773,7 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
       config.output_dir().empty() ? Invalid("output_dir", "must not be empty")
                                   : absl::OkStatus(),
       Positive("progress_interval_seconds", config.progress_interval_seconds()),
+      ValidateKubernetes(config.kubernetes()),
   });
 }
 

@@ -133,7 +133,7 @@ TEST(ConfigTest, UnknownTopLevelKey) {
   EXPECT_EQ(ParseError("name: x\nfoo: 1\n"),
             "job.yaml:2: foo: unknown field \"foo\" (expected one of: name, "
             "cluster, model, table, data, output_dir, "
-            "progress_interval_seconds)");
+            "progress_interval_seconds, kubernetes)");
 }
 
 TEST(ConfigTest, UnknownNestedKey) {
@@ -315,6 +315,48 @@ TEST(ConfigTest, LoadReadsFile) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->name(), "from-file");
   std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace sampan
+
+namespace sampan {
+namespace {
+
+// Found by tests/fuzz/config_fuzzer: yaml-cpp 0.7's LoadAll loops forever on
+// this input. The loader must answer, and reject it.
+TEST(ConfigTest, TextThatYamlReadsAsEmptyIsRejectedNotLoopedOn) {
+  absl::StatusOr<JobConfig> config = ParseJobConfig(",ame: demo\n", "job.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "job.yaml:1: expected a mapping of job fields, got text that YAML "
+            "reads as empty");
+  EXPECT_TRUE(ParseJobConfig("# only a comment\n", "job.yaml").ok());
+}
+
+TEST(ConfigTest, SecondDocumentIsNamedByLine) {
+  absl::StatusOr<JobConfig> config =
+      ParseJobConfig("---\nname: a\n---\nname: b\n", "job.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "job.yaml:3: expected a single YAML document, got another here");
+}
+
+TEST(ConfigTest, KubernetesQuantitiesAreChecked) {
+  EXPECT_TRUE(
+      ParseJobConfig("kubernetes: {pserver: {cpu_request: 500m, memory_limit: "
+                     "1.5Gi}, trainer: {gpus: 1}}\n",
+                     "job.yaml")
+          .ok());
+  absl::StatusOr<JobConfig> config = ParseJobConfig(
+      "kubernetes: {trainer: {memory_limit: 4GB}}\n", "job.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("kubernetes.trainer.memory_limit: not a Kubernetes "
+                        "quantity"));
+  EXPECT_FALSE(
+      ParseJobConfig("kubernetes: {image_pull_policy: Sometimes}\n", "job.yaml")
+          .ok());
 }
 
 }  // namespace

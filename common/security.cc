@@ -67,10 +67,9 @@ class TokenPlugin : public grpc::MetadataCredentialsPlugin {
   explicit TokenPlugin(std::string token)
       : header_(absl::StrCat("Bearer ", token)) {}
   bool IsBlocking() const override { return false; }
-  grpc::Status GetMetadata(grpc::string_ref, grpc::string_ref,
-                           const grpc::AuthContext&,
-                           std::multimap<grpc::string, grpc::string>* md)
-      override {
+  grpc::Status GetMetadata(
+      grpc::string_ref, grpc::string_ref, const grpc::AuthContext&,
+      std::multimap<grpc::string, grpc::string>* md) override {
     md->insert({kAuthHeader, header_});
     return grpc::Status::OK;
   }
@@ -107,12 +106,12 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 }
 
 bool IsLoopback(const std::string& host) {
-  return absl::StartsWith(host, "127.") || host == "::1" ||
-         host == "[::1]" || host == "localhost";
+  return absl::StartsWith(host, "127.") || host == "::1" || host == "[::1]" ||
+         host == "localhost";
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-MakeServerCredentials(const SecurityOptions& options, const std::string& host) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const SecurityOptions& options, const std::string& host) {
   const bool guarded = options.tls() && !options.token_file.empty();
   if (!IsLoopback(host) && !guarded && !options.insecure) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -46,8 +46,8 @@ SecurityOptions SecurityOptionsFromJob(const JobConfig& config);
 
 // Credentials for a server on `host`. FailedPrecondition when the listen
 // policy forbids it; NotFound/InvalidArgument naming an unreadable file.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-MakeServerCredentials(const SecurityOptions& options, const std::string& host);
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const SecurityOptions& options, const std::string& host);
 
 // Credentials for channels to Sampan servers (TLS and the token when set).
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>

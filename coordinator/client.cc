@@ -19,14 +19,16 @@ absl::Status GrpcToStatus(const grpc::Status& status, const std::string& rpc) {
                       absl::StrCat(rpc, ": ", status.error_message()));
 }
 
-CoordinatorClient::CoordinatorClient(const std::string& address,
-                                     absl::Duration rpc_deadline,
-                                     absl::Duration wait_timeout)
+CoordinatorClient::CoordinatorClient(
+    const std::string& address, absl::Duration rpc_deadline,
+    absl::Duration wait_timeout,
+    std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(address),
       rpc_deadline_(rpc_deadline),
       wait_timeout_(wait_timeout),
-      stub_(coord::Coordinator::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+      stub_(coord::Coordinator::NewStub(grpc::CreateChannel(
+          address, credentials ? credentials
+                               : grpc::InsecureChannelCredentials()))) {}
 
 absl::Status CoordinatorClient::Register(coord::Role role, int index,
                                          const std::string& address) {

@@ -10,14 +10,18 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace sampan {
 
 class CoordinatorClient {
  public:
-  CoordinatorClient(const std::string& address, absl::Duration rpc_deadline,
-                    absl::Duration wait_timeout);
+  // `credentials` null means plaintext (see common/security.h).
+  CoordinatorClient(
+      const std::string& address, absl::Duration rpc_deadline,
+      absl::Duration wait_timeout,
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   absl::Status Register(coord::Role role, int index,
                         const std::string& address);

@@ -28,13 +28,20 @@ class PserverImpl final : public Pserver,
   PserverImpl(const PserverOptions& options, std::unique_ptr<SparseTable> table)
       : options_(options),
         table_(std::move(table)),
-        pool_(options.num_workers, options.max_queued_requests),
+        pull_pool_(options.num_workers, options.max_queued_requests),
+        push_pool_(options.num_workers, options.max_queued_requests),
         metrics_(PserverMetrics::Get()) {}
 
   grpc::Service* service() override { return this; }
 
+  void RefreshGauges() override {
+    metrics_->table_rows->Set(table_->Stats().rows);
+    metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
+  }
+
   void Stop() override {
-    pool_.Stop();
+    pull_pool_.Stop();
+    push_pool_.Stop();
     // Dirty hot-tier rows reach the store now rather than by log replay.
     if (absl::Status s = table_->Flush(); !s.ok()) {
       SAMPAN_LOG(ERROR) << "flushing the table at shutdown: " << s.message();
@@ -71,12 +78,15 @@ class PserverImpl final : public Pserver,
                                Work work) {
     ServerUnaryReactor* reactor = context->DefaultReactor();
     const absl::Time start = absl::Now();
-    const bool queued = pool_.Submit([this, reactor, method, start, work] {
+    // Pulls and pushes queue separately: a durable push waits on the log,
+    // and pulls (which a trainer blocks on) should not wait behind it.
+    WorkerPool& pool = method == Method::kPull ? pull_pool_ : push_pool_;
+    const bool queued = pool.Submit([this, reactor, method, start, work] {
       const Status status = work();
       metrics_->Record(method, status, absl::Now() - start);
       reactor->Finish(status);
     });
-    metrics_->queue_depth->Set(pool_.queued());
+    metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
     if (!queued) {
       const Status busy(StatusCode::RESOURCE_EXHAUSTED,
                         "pserver overloaded: request queue full, retry later");
@@ -113,12 +123,18 @@ class PserverImpl final : public Pserver,
       return s;
     }
     if (Status s = CheckPushShapes(req); !s.ok()) return s;
-    // Copy the gradients out: bytes fields carry no alignment guarantee.
-    std::vector<float> grads(req.grads().size() / sizeof(float));
-    std::memcpy(grads.data(), req.grads().data(), req.grads().size());
+    // Bytes fields carry no alignment guarantee, though the heap buffer
+    // behind one nearly always is aligned: copy only when it is not.
+    const float* grads = reinterpret_cast<const float*>(req.grads().data());
+    std::vector<float> aligned;
+    if (reinterpret_cast<uintptr_t>(grads) % alignof(float) != 0) {
+      aligned.resize(req.grads().size() / sizeof(float));
+      std::memcpy(aligned.data(), req.grads().data(), req.grads().size());
+      grads = aligned.data();
+    }
     PushBatch batch;
     batch.keys = req.keys();
-    batch.grads = grads.data();
+    batch.grads = grads;
     batch.shows = req.shows().data();
     batch.clicks = req.clicks().data();
     batch.writer_id = req.writer_id();
@@ -193,7 +209,7 @@ class PserverImpl final : public Pserver,
 
   const PserverOptions options_;
   std::unique_ptr<SparseTable> table_;
-  WorkerPool pool_;
+  WorkerPool pull_pool_, push_pool_;
   PserverMetrics* metrics_;
 };
 

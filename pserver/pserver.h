@@ -10,8 +10,9 @@
 // INVALID_ARGUMENT with a message naming the RPC and field, changes nothing,
 // and other clients carry on.
 //
-// Threading: gRPC's callback threads only parse and enqueue; a WorkerPool of
-// `num_workers` threads runs table work. A full queue answers
+// Threading: gRPC's callback threads only parse and enqueue; two WorkerPools
+// of `num_workers` threads each run table work, one for pulls and one for
+// pushes, so that pulls never queue behind durable writes. A full queue answers
 // RESOURCE_EXHAUSTED (clients back off and retry). The table does its own
 // per-shard locking, so workers proceed in parallel on different shards.
 //
@@ -38,7 +39,7 @@ struct PserverOptions {
   uint32_t index = 0;
   uint32_t num_pservers = 1;
   uint32_t num_shards = 64;
-  // Threads running table work.
+  // Threads running table work, per pool (pulls, pushes).
   int num_workers = 2;
   // Requests waiting for a worker before new ones are refused.
   size_t max_queued_requests = 4096;
@@ -53,6 +54,10 @@ class Pserver {
 
   // The gRPC service to register with a server.
   virtual grpc::Service* service() = 0;
+
+  // Refreshes gauges that are read rather than counted (table rows); call
+  // periodically.
+  virtual void RefreshGauges() = 0;
 
   // Call after the gRPC server has shut down: runs the requests already
   // accepted, stops the workers and flushes the table.

@@ -7,6 +7,8 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap
   build-essential
+  clang
+  libclang-rt-14-dev
   protobuf-compiler
   libprotobuf-dev
   protobuf-compiler-grpc
@@ -21,6 +23,7 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   zlib1g-dev
+  chromium
   libgloo-dev
   libopenmpi-dev
   openmpi-bin
@@ -30,6 +33,9 @@ PACKAGES=(
   iperf3
   prometheus
   curl
+  kubectl
+  nodejs
+  python3-yaml
   procps
 )
 
@@ -39,6 +45,10 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm ships inside some nodejs builds (NodeSource); Debian's package only
+# where it does not, since it conflicts with those builds.
+command -v npm > /dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"

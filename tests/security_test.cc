@@ -1,5 +1,7 @@
 // TLS, mutual TLS and bearer tokens on a real pserver over loopback, with
 // certificates made by openssl for this test.
+#include "common/security.h"
+
 #include <grpcpp/grpcpp.h>
 
 #include <cstdlib>
@@ -7,7 +9,6 @@
 #include <fstream>
 
 #include "common/hash.h"
-#include "common/security.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver.h"
 #include "sparse_table/sparse_table.h"
@@ -87,7 +88,8 @@ class SecurityTest : public ::testing::Test {
     req.add_shows(1);
     req.add_clicks(0);
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
     ps::PushResponse resp;
     return stub->Push(&ctx, req, &resp);
   }

@@ -13,8 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (config.ok() && !sampan::ValidateJobConfig(*config).ok()) {
     __builtin_trap();  // Parse promises a validated config
   }
-  if (!config.ok() &&
-      config.status().message().substr(0, 9) != "fuzz.yaml") {
+  if (!config.ok() && config.status().message().substr(0, 9) != "fuzz.yaml") {
     __builtin_trap();  // every error names the file
   }
   return 0;

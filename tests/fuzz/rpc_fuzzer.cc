@@ -32,9 +32,9 @@ struct Fixture {
     builder.SetMaxReceiveMessageSize(256 << 20);
     builder.RegisterService(pserver->service());
     server = builder.BuildAndStart();
-    stub = sampan::ps::SparseTable::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port),
-        grpc::InsecureChannelCredentials()));
+    stub = sampan::ps::SparseTable::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                            grpc::InsecureChannelCredentials()));
   }
 };
 
@@ -62,17 +62,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sampan::ps::PushRequest req;
     if (!req.ParseFromArray(data, size)) return 0;
     sampan::ps::PushResponse resp;
-    MustAnswer([&](grpc::ClientContext* c) { return f->stub->Push(c, req, &resp); });
+    MustAnswer(
+        [&](grpc::ClientContext* c) { return f->stub->Push(c, req, &resp); });
   } else if (kind == 1) {
     sampan::ps::PullRequest req;
     if (!req.ParseFromArray(data, size)) return 0;
     sampan::ps::PullResponse resp;
-    MustAnswer([&](grpc::ClientContext* c) { return f->stub->Pull(c, req, &resp); });
+    MustAnswer(
+        [&](grpc::ClientContext* c) { return f->stub->Pull(c, req, &resp); });
   } else {
     sampan::ps::StatsRequest req;
     if (!req.ParseFromArray(data, size)) return 0;
     sampan::ps::StatsResponse resp;
-    MustAnswer([&](grpc::ClientContext* c) { return f->stub->Stats(c, req, &resp); });
+    MustAnswer(
+        [&](grpc::ClientContext* c) { return f->stub->Stats(c, req, &resp); });
   }
   return 0;
 }

@@ -33,9 +33,12 @@ class GrpcPsClient final : public PsClient {
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
     for (size_t p = 0; p < options.pserver_addresses.size(); ++p) {
-      std::shared_ptr<ps::SparseTable::Stub> stub = ps::SparseTable::NewStub(
-          grpc::CreateCustomChannel(options.pserver_addresses[p],
-                                    grpc::InsecureChannelCredentials(), args));
+      std::shared_ptr<ps::SparseTable::Stub> stub =
+          ps::SparseTable::NewStub(grpc::CreateCustomChannel(
+              options.pserver_addresses[p],
+              options.credentials ? options.credentials
+                                  : grpc::InsecureChannelCredentials(),
+              args));
       stubs_.push_back(stub);
       queues_.push_back(std::make_unique<PushQueue>(options_, p, stub));
     }

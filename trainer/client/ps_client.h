@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "grpcpp/security/credentials.h"
 
 namespace sampan {
 
@@ -53,6 +54,8 @@ struct PsClientOptions {
   size_t max_pending_keys = 1 << 20;
   // Identifies this writer's pushes; unique per trainer incarnation.
   uint64_t writer_id = 0;
+  // Channel credentials (TLS, token); null means plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 struct PsClientStats {

@@ -1,0 +1,146 @@
+#include "cli/render.h"
+
+#include <map>
+#include <string>
+
+#include "cli/render_yaml.h"
+#include "common/config.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "yaml-cpp/yaml.h"
+
+namespace sampan {
+namespace {
+
+JobConfig Job(const std::string& yaml) {
+  absl::StatusOr<JobConfig> job = ParseJobConfig(yaml, "test.yaml");
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? *job : DefaultJobConfig();
+}
+
+std::map<std::string, std::string> Render(const JobConfig& job) {
+  absl::StatusOr<std::vector<RenderedFile>> files = RenderKubernetes(job);
+  EXPECT_TRUE(files.ok()) << files.status();
+  std::map<std::string, std::string> out;
+  if (files.ok()) {
+    for (const RenderedFile& f : *files) out[f.name] = f.text;
+  }
+  return out;
+}
+
+TEST(YamlTest, QuotesStringsThatWouldReadAsOtherTypes) {
+  Yaml y = Yaml::Map({{"a", "true"},
+                      {"b", "9090"},
+                      {"c", "plain-text"},
+                      {"d", ""},
+                      {"e", 7},
+                      {"f", false},
+                      {"g", "$(POD_IP)"},
+                      {"h", Yaml::List()}});
+  EXPECT_EQ(y.Emit(),
+            "a: \"true\"\nb: \"9090\"\nc: plain-text\nd: \"\"\ne: 7\n"
+            "f: false\ng: \"$(POD_IP)\"\nh: []\n");
+}
+
+TEST(YamlTest, NestedListsOfMapsParseBack) {
+  Yaml y = Yaml::Map(
+      {{"items", Yaml::List({Yaml::Map({{"name", "x"}, {"port", 1}}),
+                             Yaml::Map({{"name", "y"},
+                                        {"sub", Yaml::List({"a", "b"})}})})}});
+  YAML::Node n = YAML::Load(y.Emit());
+  ASSERT_EQ(n["items"].size(), 2u);
+  EXPECT_EQ(n["items"][0]["port"].as<int>(), 1);
+  EXPECT_EQ(n["items"][1]["sub"][1].as<std::string>(), "b");
+}
+
+TEST(RenderTest, JobYamlRoundTripsThroughTheLoader) {
+  JobConfig job =
+      Job("name: rt\nmodel: {type: DEEPFM, hidden: [64, 32]}\n"
+          "table: {optimizer: {type: FTRL, learning_rate: 0.03}}\n");
+  absl::StatusOr<JobConfig> back = ParseJobConfig(JobToYaml(job), "rt.yaml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << JobToYaml(job);
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&diff);
+  // An empty submessage written out reads back as present-but-default.
+  differencer.set_message_field_comparison(
+      google::protobuf::util::MessageDifferencer::EQUIVALENT);
+  EXPECT_TRUE(differencer.Compare(job, *back)) << diff;
+}
+
+TEST(RenderTest, KubernetesConfigIsRelativeAndGeneratesSyntheticData) {
+  JobConfig k = KubernetesJobConfig(Job("name: x\n"));
+  EXPECT_EQ(k.output_dir(), ".");
+  EXPECT_EQ(k.data().synthetic().rows(), 0u);
+  ASSERT_EQ(k.data().train_files_size(), 1);
+  EXPECT_EQ(k.data().train_files(0), "data/train.tsv");
+  EXPECT_TRUE(ValidateJobConfig(k).ok());
+}
+
+TEST(RenderTest, ObjectsCarrySizesResourcesAndFlags) {
+  auto files = Render(Job(R"(name: My_Job
+cluster: {num_pservers: 3, num_trainers: 4}
+kubernetes:
+  image: registry.example/sampan:1.2
+  pserver: {cpu_request: "2", memory_limit: 8Gi}
+  trainer: {gpus: 1}
+  pserver_storage: 50Gi
+  trainer_backoff_limit: 5
+)"));
+  ASSERT_EQ(files.count("kustomization.yaml"), 1u);
+  EXPECT_EQ(files.count("podgroup.yaml"), 0u);
+  YAML::Node ps = YAML::LoadAll(files["pserver.yaml"])[0];
+  EXPECT_EQ(ps["kind"].as<std::string>(), "StatefulSet");
+  EXPECT_EQ(ps["metadata"]["name"].as<std::string>(), "my-job-pserver");
+  EXPECT_EQ(ps["spec"]["replicas"].as<int>(), 3);
+  YAML::Node c = ps["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["image"].as<std::string>(), "registry.example/sampan:1.2");
+  EXPECT_EQ(c["resources"]["requests"]["cpu"].as<std::string>(), "2");
+  EXPECT_EQ(c["resources"]["limits"]["memory"].as<std::string>(), "8Gi");
+  EXPECT_EQ(c["readinessProbe"]["grpc"]["port"].as<int>(), 7000);
+  EXPECT_EQ(c["args"][2].as<std::string>(), "--index=$(SAMPAN_INDEX)");
+  EXPECT_EQ(c["args"][3].as<std::string>(),
+            "--coordinator=my-job-coordinator:7000");
+  EXPECT_EQ(ps["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]
+              ["requests"]["storage"]
+                  .as<std::string>(),
+            "50Gi");
+  YAML::Node job = YAML::LoadAll(files["trainer.yaml"])[0];
+  EXPECT_EQ(job["spec"]["completionMode"].as<std::string>(), "Indexed");
+  EXPECT_EQ(job["spec"]["completions"].as<int>(), 4);
+  EXPECT_EQ(job["spec"]["backoffLimit"].as<int>(), 5);
+  YAML::Node t = job["spec"]["template"]["spec"];
+  EXPECT_EQ(
+      t["containers"][0]["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 1);
+  EXPECT_EQ(t["initContainers"][0]["args"][0].as<std::string>(), "gen-data");
+  EXPECT_EQ(
+      job["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"]
+          .as<std::string>(),
+      "9090");
+}
+
+TEST(RenderTest, GangSchedulingAndTlsAreOptIn) {
+  auto files = Render(
+      Job("name: g\nkubernetes: {gang_scheduling: true, tls_secret: g-tls}\n"));
+  ASSERT_EQ(files.count("podgroup.yaml"), 1u);
+  EXPECT_EQ(YAML::Load(files["podgroup.yaml"])["spec"]["minMember"].as<int>(),
+            5);
+  YAML::Node dep = YAML::LoadAll(files["coordinator.yaml"])[0];
+  YAML::Node pod = dep["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["schedulerName"].as<std::string>(), "volcano");
+  EXPECT_TRUE(pod["containers"][0]["readinessProbe"]["tcpSocket"]);
+  EXPECT_NE(files["job.yaml"].find("/etc/sampan/tls/tls.crt"),
+            std::string::npos);
+}
+
+TEST(RenderTest, RejectsNamesThatCannotBeDnsLabels) {
+  EXPECT_FALSE(RenderKubernetes(Job("name: \"123\"\n")).ok());
+}
+
+TEST(RenderTest, SameConfigSameBytes) {
+  const JobConfig job = Job("name: same\n");
+  EXPECT_EQ(Render(job), Render(job));
+}
+
+}  // namespace
+}  // namespace sampan

@@ -1,0 +1,87 @@
+#include "cli/status.h"
+
+#include <string>
+
+#include "cli/job_metrics.h"
+#include "common/metrics.h"
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+coord::JobStatusResponse Snapshot(uint64_t examples0, uint64_t examples1,
+                                  bool finished) {
+  coord::JobStatusResponse s;
+  s.set_elapsed_seconds(12);
+  coord::ClusterSpec* spec = s.mutable_spec();
+  spec->set_num_pservers(1);
+  spec->set_num_trainers(2);
+  spec->set_complete(true);
+  spec->add_pservers()->set_alive(true);
+  spec->add_trainers()->set_alive(true);
+  spec->add_trainers()->set_alive(false);
+  for (uint64_t n : {examples0, examples1}) {
+    coord::TrainerProgress* p = s.add_trainers();
+    p->set_examples(n);
+    p->set_loss_sum(0.5 * n);
+    p->set_train_auc(0.75);
+    p->set_fraction_done(0.5);
+    p->set_finished(finished);
+  }
+  return s;
+}
+
+TEST(StatusTest, ReportsRateStateAndRanks) {
+  const std::string out =
+      FormatJobStatus("demo", Snapshot(100, 100, false),
+                      Snapshot(600, 600, false), absl::Seconds(2));
+  EXPECT_NE(out.find("job demo: RUNNING"), std::string::npos) << out;
+  EXPECT_NE(out.find("pservers 1/1 alive, trainers 1/2 alive"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("1200 examples, 500 examples/s, loss 0.5000, "
+                     "train AUC 0.7500"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("lost"), std::string::npos) << out;
+}
+
+TEST(StatusTest, AllRanksFinishedIsFinished) {
+  const std::string out = FormatJobStatus(
+      "x", Snapshot(5, 5, true), Snapshot(5, 5, true), absl::Seconds(1));
+  EXPECT_NE(out.find("FINISHED"), std::string::npos) << out;
+}
+
+// The value of `name` with label rank=`rank` (or no labels) in the registry.
+double MetricValue(const std::string& name, const std::string& rank = "") {
+  for (const prometheus::MetricFamily& f : MetricsRegistry().Collect()) {
+    if (f.name != name) continue;
+    for (const prometheus::ClientMetric& m : f.metric) {
+      const bool match = rank.empty()
+                             ? m.label.empty()
+                             : (!m.label.empty() && m.label[0].value == rank);
+      if (!match) continue;
+      return f.type == prometheus::MetricType::Counter ? m.counter.value
+                                                       : m.gauge.value;
+    }
+  }
+  return -1;
+}
+
+TEST(JobMetricsTest, CountersFollowHeartbeatsAcrossATrainerRestart) {
+  JobMetrics metrics;
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  metrics.Update(Snapshot(100, 40, false), t0);
+  metrics.Update(Snapshot(300, 40, false), t0 + absl::Seconds(2));
+  EXPECT_EQ(MetricValue("sampan_job_examples_total", "0"), 300);
+  EXPECT_EQ(MetricValue("sampan_job_examples_per_second"), 100);
+  EXPECT_DOUBLE_EQ(MetricValue("sampan_job_train_loss", "0"), 0.5);
+  EXPECT_DOUBLE_EQ(MetricValue("sampan_job_train_auc", "1"), 0.75);
+  // Rank 0 restarted and counts from zero again: its work still adds up.
+  metrics.Update(Snapshot(50, 40, false), t0 + absl::Seconds(3));
+  EXPECT_EQ(MetricValue("sampan_job_examples_total", "0"), 350);
+  EXPECT_EQ(MetricValue("sampan_job_examples_total", "1"), 40);
+}
+
+}  // namespace
+}  // namespace sampan

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Kubernetes objects, validated without a cluster:
+#   1. every preset renders, `kubectl kustomize` builds it, and every object
+#      passes the Kubernetes schemas (npm kubernetes-models) and our strict
+#      unknown-field check (deploy/validate/validate.js);
+#   2. so do deploy/base and both overlays, and deploy/base is what
+#      `sampan render configs/k8s-demo.yaml` writes today;
+#   3. the validator rejects an unknown field and a wrong type (it can fail);
+#   4. `sampan submit` without a cluster fails clearly and applies nothing;
+#   5. the Dockerfile's runtime stage installs every library the binary links.
+set -uo pipefail
+
+RUNFILES="${TEST_SRCDIR}/${TEST_WORKSPACE}"
+SAMPAN="$RUNFILES/cli/sampan"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+for tool in kubectl node npm python3; do
+  command -v $tool > /dev/null || { echo "FAIL: $tool missing (scripts/install-deps.sh installs it)"; exit 1; }
+done
+
+# The validator's node_modules come from the committed package-lock.json
+# (npm's cache first; the npm registry only for what the cache lacks).
+mkdir -p "$TMP/validate"
+cp "$RUNFILES"/deploy/validate/{package.json,package-lock.json,validate.js} "$TMP/validate/"
+if ! (cd "$TMP/validate" && npm ci --prefer-offline --no-audit --no-fund \
+        --cache "${NPM_CACHE:-${HOME:-/root}/.npm}" > npm.log 2>&1); then
+  echo "FAIL: npm ci for deploy/validate failed:"; tail -20 "$TMP/validate/npm.log"; exit 1
+fi
+validate() { node "$TMP/validate/validate.js" "$@"; }
+
+# 1. Presets.
+for preset in "$RUNFILES"/configs/*.yaml; do
+  name=$(basename "$preset" .yaml)
+  "$SAMPAN" render "$preset" --target=k8s -o "$TMP/$name" > /dev/null \
+    || { fail "render $name"; continue; }
+  kubectl kustomize "$TMP/$name" > "$TMP/$name.objects.yaml" \
+    || { fail "kubectl kustomize $name"; continue; }
+  out=$(validate "$TMP/$name.objects.yaml") && pass "$name: $out" || fail "$name: $out"
+done
+
+# 2. deploy/: base and overlays; the base is current.
+"$SAMPAN" render "$RUNFILES/configs/k8s-demo.yaml" --target=k8s -o "$TMP/base-now" > /dev/null
+diff -r "$RUNFILES/deploy/base" "$TMP/base-now" > "$TMP/base.diff" \
+  && pass "deploy/base matches sampan render configs/k8s-demo.yaml" \
+  || { fail "deploy/base is stale; regenerate: bazel-bin/cli/sampan render configs/k8s-demo.yaml --target=k8s -o deploy/base"; head -20 "$TMP/base.diff"; }
+# kustomize does not read runfiles' symlinks: work on a real copy.
+cp -rL "$RUNFILES/deploy" "$TMP/deploy"
+for dir in base overlays/dev overlays/prod; do
+  kubectl kustomize "$TMP/deploy/$dir" > "$TMP/deploy-${dir//\//-}.yaml" \
+    || { fail "kubectl kustomize deploy/$dir"; continue; }
+  out=$(validate "$TMP/deploy-${dir//\//-}.yaml") && pass "deploy/$dir: $out" || fail "deploy/$dir: $out"
+done
+grep -q "image: registry.example.com/sampan:0.1.0" "$TMP/deploy-overlays-prod.yaml" \
+  || fail "prod overlay does not set the image"
+
+# 3. The validator can fail.
+python3 - "$TMP/demo.objects.yaml" "$TMP/broken.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d["kind"] == "StatefulSet":
+        d["spec"]["template"]["spec"]["containers"][0]["readinessProbes"] = {}
+    if d["kind"] == "Job":
+        d["spec"]["completions"] = "two"
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+out=$(validate "$TMP/broken.yaml")
+echo "$out" | grep -q "containers\[0\].readinessProbes: unknown field" \
+  && echo "$out" | grep -q "completions must be integer" \
+  && pass "validator rejects an unknown field and a wrong type" \
+  || fail "validator missed a broken object: $out"
+
+# 4. submit without a cluster.
+out=$(KUBECONFIG="$TMP/no-such-kubeconfig" "$SAMPAN" submit "$RUNFILES/configs/demo.yaml" -o "$TMP/submit" 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "no Kubernetes cluster configured" \
+  && [ -f "$TMP/submit/kustomization.yaml" ] \
+  && pass "submit without a cluster: exit $rc, clear error, objects left in $TMP/submit" \
+  || fail "submit without a cluster: rc=$rc $out"
+
+# 5. Runtime libraries in the image.
+dockerfile="$RUNFILES/deploy/Dockerfile"
+missing=""
+for pkg in $(ldd "$SAMPAN" | awk '/=>/ {print $3}' | while read -r f; do
+    dpkg -S "$(readlink -f "$f")" 2>/dev/null || dpkg -S "${f/\/lib\//\/usr\/lib\/}" 2>/dev/null
+  done | cut -d: -f1 | sort -u); do
+  case "$pkg" in libc6|libgcc-s1|libstdc++6|zlib1g|libbz2-1.0) continue ;; esac  # in bookworm-slim
+  grep -qw -- "$pkg" "$dockerfile" || missing="$missing $pkg"
+done
+[ -z "$missing" ] && pass "Dockerfile installs every linked library" \
+  || fail "deploy/Dockerfile runtime stage lacks:$missing"
+
+if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+echo "all checks passed"

@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""Runs rendered Kubernetes objects as local processes: pods as processes.
+
+    k8s_pods.py OBJECTS.yaml SAMPAN WORKDIR
+
+OBJECTS.yaml is `kubectl kustomize` output. Each pod that the Deployments,
+StatefulSets and Indexed Jobs would create becomes a set of local processes
+started from its containers' command, args and env, the way the kubelet
+would start them:
+  - every pod gets its own loopback address (127.X.Y.N) as status.podIP;
+  - env from `value` and from the downward API (podIP, pod name, labels such
+    as apps.kubernetes.io/pod-index, annotations such as
+    batch.kubernetes.io/job-completion-index) as the controllers set them;
+  - $(VAR) in command and args expanded as the kubelet does;
+  - volumes (ConfigMap files, emptyDir, volumeClaimTemplates) become
+    per-pod directories, and their mount paths (and workingDir) are mapped
+    to them in the arguments;
+  - Service names are mapped to the address of the pod they select, with
+    the service port translated to the target port (what kube-proxy does);
+  - init containers run to completion before the main container.
+Servers (Deployments, StatefulSets) start first and must pass their
+readiness probe's port check before the Job's pods start, like a rollout
+that waits for readiness. Then every Job pod must exit 0 within the deadline,
+each pod's Prometheus scrape annotation must name a live /metrics endpoint,
+and rank 0 must have written result.txt. Prints a summary; exits 1 on any
+failure.
+"""
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import yaml
+
+DEADLINE_SECONDS = 240
+
+
+class Pod:
+    def __init__(self, name, kind, owner, template, labels, annotations, ip):
+        self.name, self.kind, self.owner = name, kind, owner
+        self.spec = template["spec"]
+        self.labels, self.annotations, self.ip = labels, annotations, ip
+        self.procs = []
+
+
+def expand_pods(objects):
+    pods = []
+    n = 10
+    # A random 127.X.Y.0/24 per run, so that concurrent runs (or anything
+    # else on the fixed container ports) cannot collide.
+    prefix = "127.%d.%d" % (random.randint(1, 254), random.randint(0, 255))
+    for obj in objects:
+        kind = obj["kind"]
+        if kind not in ("Deployment", "StatefulSet", "Job"):
+            continue
+        spec, name = obj["spec"], obj["metadata"]["name"]
+        count = spec.get("completions", 1) if kind == "Job" else spec.get(
+            "replicas", 1)
+        if kind == "Job" and spec.get("completionMode") != "Indexed":
+            raise SystemExit("%s: only Indexed Jobs are supported" % name)
+        for i in range(count):
+            template = spec["template"]
+            labels = dict(template["metadata"].get("labels", {}))
+            annotations = dict(template["metadata"].get("annotations", {}))
+            if kind == "StatefulSet":
+                labels["apps.kubernetes.io/pod-index"] = str(i)
+                labels["statefulset.kubernetes.io/pod-name"] = "%s-%d" % (name, i)
+            if kind == "Job":
+                annotations["batch.kubernetes.io/job-completion-index"] = str(i)
+                labels["batch.kubernetes.io/job-completion-index"] = str(i)
+            pods.append(Pod("%s-%d" % (name, i), kind, obj, template, labels,
+                            annotations, "%s.%d" % (prefix, n)))
+            n += 1
+    return pods
+
+
+def service_map(objects, pods):
+    """'svc:port' (and the namespaced forms) -> 'podip:targetport'."""
+    mapping = {}
+    for svc in objects:
+        if svc["kind"] != "Service":
+            continue
+        selector = svc["spec"].get("selector", {})
+        selected = [p for p in pods
+                    if all(p.labels.get(k) == v for k, v in selector.items())]
+        if not selected:
+            continue
+        pod = selected[0]
+        name = svc["metadata"]["name"]
+        ns = svc["metadata"].get("namespace", "default")
+        for port in svc["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            if isinstance(target, str):
+                target = next(cp["containerPort"] for c in pod.spec["containers"]
+                              for cp in c.get("ports", [])
+                              if cp.get("name") == target)
+            for host in (name, "%s.%s" % (name, ns), "%s.%s.svc" % (name, ns),
+                         "%s.%s.svc.cluster.local" % (name, ns)):
+                mapping["%s:%d" % (host, port["port"])] = "%s:%d" % (pod.ip,
+                                                                      target)
+    return mapping
+
+
+def field_ref(pod, path):
+    if path == "status.podIP":
+        return pod.ip
+    if path == "metadata.name":
+        return pod.name
+    if path == "metadata.namespace":
+        return pod.owner["metadata"].get("namespace", "default")
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if m:
+        source = pod.labels if m.group(1) == "labels" else pod.annotations
+        if m.group(2) not in source:
+            raise SystemExit("%s: fieldRef %s is not set" % (pod.name, path))
+        return source[m.group(2)]
+    raise SystemExit("%s: unsupported fieldRef %s" % (pod.name, path))
+
+
+def kubelet_expand(text, env):
+    """$(VAR) -> value for defined VARs; $$ escapes; unknown ones stay."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else
+                  env.get(m.group(1), m.group(0)), text)
+
+
+class Runner:
+    def __init__(self, objects, sampan, workdir):
+        self.objects, self.sampan, self.workdir = objects, sampan, workdir
+        self.config_maps = {o["metadata"]["name"]: o.get("data", {})
+                            for o in objects if o["kind"] == "ConfigMap"}
+        self.pods = expand_pods(objects)
+        self.services = service_map(objects, self.pods)
+        self.failures = []
+
+    def volumes(self, pod):
+        """Volume name -> local directory, with ConfigMap files written."""
+        root = os.path.join(self.workdir, pod.name)
+        dirs = {}
+        claims = [t["metadata"]["name"] for t in
+                  pod.owner["spec"].get("volumeClaimTemplates", [])]
+        for v in pod.spec.get("volumes", []) + [{"name": c, "claim": 1}
+                                                 for c in claims]:
+            path = os.path.join(root, "volumes", v["name"])
+            os.makedirs(path, exist_ok=True)
+            if "configMap" in v:
+                data = self.config_maps.get(v["configMap"]["name"])
+                if data is None:
+                    raise SystemExit("%s: ConfigMap %s not rendered" %
+                                     (pod.name, v["configMap"]["name"]))
+                for key, text in data.items():
+                    with open(os.path.join(path, key), "w") as f:
+                        f.write(text)
+            elif "secret" in v and not v["secret"].get("optional"):
+                raise SystemExit("%s: needs Secret %s" %
+                                 (pod.name, v["secret"]["secretName"]))
+            dirs[v["name"]] = path
+        return dirs
+
+    def command(self, pod, container, dirs):
+        env = {}
+        for e in container.get("env", []):
+            if "value" in e:
+                env[e["name"]] = kubelet_expand(e["value"], env)
+            elif "fieldRef" in e.get("valueFrom", {}):
+                env[e["name"]] = field_ref(pod, e["valueFrom"]["fieldRef"]["fieldPath"])
+            else:
+                raise SystemExit("%s: unsupported env source for %s" %
+                                 (pod.name, e["name"]))
+        mounts = sorted(((m["mountPath"], dirs[m["name"]])
+                         for m in container.get("volumeMounts", [])),
+                        key=lambda m: -len(m[0]))
+
+        def local(text):
+            text = kubelet_expand(text, env)
+            for service, address in self.services.items():
+                text = text.replace(service, address)
+            for mount_path, path in mounts:
+                text = re.sub(r"(?<![\w/])" + re.escape(mount_path) + r"(?=/|$)",
+                              path, text)
+            return text
+
+        argv = [local(a) for a in container.get("command", []) +
+                container.get("args", [])]
+        if argv[0] != "sampan":
+            raise SystemExit("%s: command %s is not sampan" % (pod.name, argv[0]))
+        argv[0] = self.sampan
+        cwd = local(container.get("workingDir", "/"))
+        if not cwd.startswith(self.workdir):
+            raise SystemExit("%s: workingDir %s is not on a volume" %
+                             (pod.name, container.get("workingDir")))
+        return argv, cwd, dict(os.environ, **env)
+
+    def start(self, pod):
+        dirs = self.volumes(pod)
+        for i, init in enumerate(pod.spec.get("initContainers", [])):
+            argv, cwd, env = self.command(pod, init, dirs)
+            log = os.path.join(self.workdir, pod.name, "init-%d.log" % i)
+            with open(log, "w") as out:
+                rc = subprocess.call(argv, cwd=cwd, env=env, stdout=out,
+                                     stderr=subprocess.STDOUT,
+                                     timeout=DEADLINE_SECONDS)
+            if rc != 0:
+                raise SystemExit("%s: init container %s exited %d" %
+                                 (pod.name, init["name"], rc))
+        for container in pod.spec["containers"]:
+            argv, cwd, env = self.command(pod, container, dirs)
+            log = open(os.path.join(self.workdir, pod.name,
+                                    container["name"] + ".log"), "w")
+            pod.procs.append(subprocess.Popen(argv, cwd=cwd, env=env,
+                                              stdout=log, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
+            print("started %-24s %s" % (pod.name, " ".join(argv[1:])))
+
+    def wait_ready(self, pod, deadline):
+        """The readiness probe's port accepts connections."""
+        for container in pod.spec["containers"]:
+            probe = container.get("readinessProbe")
+            if not probe:
+                continue
+            port = (probe.get("grpc") or probe.get("tcpSocket"))["port"]
+            while True:
+                if pod.procs[0].poll() is not None:
+                    self.fail("%s exited %d before it was ready" %
+                              (pod.name, pod.procs[0].returncode))
+                    return False
+                try:
+                    socket.create_connection((pod.ip, port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        self.fail("%s not ready in time" % pod.name)
+                        return False
+                    time.sleep(0.1)
+        return True
+
+    def check_metrics(self, pod):
+        a = pod.annotations
+        if a.get("prometheus.io/scrape") != "true":
+            self.fail("%s has no prometheus.io/scrape annotation" % pod.name)
+            return
+        url = "http://%s:%s%s" % (pod.ip, a["prometheus.io/port"],
+                                  a.get("prometheus.io/path", "/metrics"))
+        try:
+            body = urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError as e:
+            self.fail("%s: scrape %s failed: %s" % (pod.name, url, e))
+            return
+        if "process_resident_memory_bytes" not in body:
+            self.fail("%s: %s does not look like Sampan metrics" % (pod.name, url))
+
+    def fail(self, message):
+        print("FAIL: " + message)
+        self.failures.append(message)
+
+    def stop_all(self):
+        for pod in self.pods:
+            for p in pod.procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+        for pod in self.pods:
+            for p in pod.procs:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+    def run(self):
+        deadline = time.time() + DEADLINE_SECONDS
+        servers = [p for p in self.pods if p.kind != "Job"]
+        jobs = [p for p in self.pods if p.kind == "Job"]
+        if not servers or not jobs:
+            raise SystemExit("expected server pods and Job pods")
+        try:
+            for pod in servers:
+                self.start(pod)
+            if not all(self.wait_ready(p, deadline) for p in servers):
+                return
+            for pod in servers:
+                self.check_metrics(pod)
+            for pod in jobs:
+                self.start(pod)
+            for pod in jobs:
+                p = pod.procs[0]
+                try:
+                    rc = p.wait(timeout=max(1, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    self.fail("%s did not finish in %d s" % (pod.name,
+                                                             DEADLINE_SECONDS))
+                    continue
+                if rc != 0:
+                    self.fail("%s exited %d" % (pod.name, rc))
+            for pod in servers:
+                if pod.procs[0].poll() is not None:
+                    self.fail("%s exited while serving" % pod.name)
+        finally:
+            self.stop_all()
+
+
+def main():
+    if len(sys.argv) != 4:
+        raise SystemExit(__doc__)
+    objects_path, sampan, workdir = sys.argv[1:]
+    with open(objects_path) as f:
+        objects = [o for o in yaml.safe_load_all(f) if o]
+    runner = Runner(objects, os.path.abspath(sampan), os.path.abspath(workdir))
+    runner.run()
+    for pod in runner.pods:
+        for name in sorted(os.listdir(os.path.join(runner.workdir, pod.name))):
+            if name.endswith(".log") and runner.failures:
+                path = os.path.join(runner.workdir, pod.name, name)
+                print("--- %s/%s" % (pod.name, name))
+                print("".join(open(path).readlines()[-8:]), end="")
+    rank0 = next(p for p in runner.pods
+                 if p.annotations.get("batch.kubernetes.io/job-completion-index") == "0")
+    work = [m for m in rank0.spec["containers"][0]["volumeMounts"]
+            if m["mountPath"] == rank0.spec["containers"][0]["workingDir"]][0]
+    result = os.path.join(runner.workdir, rank0.name, "volumes", work["name"],
+                          "result.txt")
+    metrics = {}
+    if os.path.exists(result):
+        metrics = dict(line.strip().split("=", 1) for line in open(result)
+                       if "=" in line)
+    auc = float(metrics.get("test_auc", 0))
+    if auc <= 0.6:
+        runner.fail("rank 0 result.txt test_auc %s <= 0.6 (%s)" % (auc, result))
+    if runner.failures:
+        raise SystemExit("%d check(s) failed" % len(runner.failures))
+    print("ok: %d pods ran as processes; the Job completed; test AUC %.4f" %
+          (len(runner.pods), auc))
+
+
+if __name__ == "__main__":
+    main()
