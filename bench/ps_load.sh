@@ -9,6 +9,7 @@
 # usage: [BACKEND=ROCKSDB|MEMORY] bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
 #        (after `make build`)
 set -euo pipefail
+trap 'echo "bench/ps_load.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; BATCH=4096; DIM=16; SHARDS=64
 SAMPAN=bazel-bin/cli/sampan; CLIENT=bazel-bin/bench/ps_load_client
@@ -22,9 +23,14 @@ cpu_seconds() {  # utime + stime of a pid, in seconds
 }
 
 # --- peer 1: raw loopback TCP
-iperf3 -s -1 -p 5299 > /dev/null 2>&1 & pids+=($!)
-sleep 0.3
-tcp_gbps=$(iperf3 -c 127.0.0.1 -p 5299 -t 3 -J | /usr/bin/python3 -c \
+iperf_port=$((20000 + RANDOM % 20000))
+iperf3 -s -p $iperf_port > /dev/null 2>&1 & pids+=($!)
+iperf_json=""
+for _ in $(seq 1 20); do  # until the server listens
+  iperf_json=$(iperf3 -c 127.0.0.1 -p $iperf_port -t 3 -J 2>/dev/null) && break
+  sleep 0.2
+done
+tcp_gbps=$(echo "$iperf_json" | /usr/bin/python3 -c \
   'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))')
 
 # --- peer 2: the same loop on in-process tables of the same backend

@@ -8,12 +8,10 @@
 //
 // DenseSync is how a step's gradient becomes the gradient applied:
 //   local   (one trainer)  -- the identity, NewLocalDenseSync();
-//   hybrid  (later)        -- an allreduce across trainers using the
-//                             collective/ Communicator (issue 6), then every
-//                             trainer applies the same averaged gradient;
+//   hybrid                 -- not through this seam: `sampan run` keeps the
+//                             weights in trainer/hybrid_dense.h (one step
+//                             loop per rank, allreduce of every step);
 //   sync/async (later)     -- a barrier per step, or dense rows on the PS.
-// Only `local` exists today; multi-trainer jobs of deep models are refused
-// by trainer.cc until a DenseSync for them is in place.
 #ifndef SAMPAN_TRAINER_DENSE_SYNC_H_
 #define SAMPAN_TRAINER_DENSE_SYNC_H_
 

@@ -1,6 +1,7 @@
 #include "trainer/trainer.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -14,10 +15,14 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/security.h"
 #include "coordinator/client.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
 #include "trainer/eval/auc.h"
+#include "trainer/hybrid_dense.h"
+#include "trainer/local_job.h"
+#include "trainer/model/ctr_model.h"
 #include "trainer/model/fm.h"
 
 namespace sampan {
@@ -144,25 +149,20 @@ class InputQueue {
 
 class Trainer {
  public:
-  Trainer(const JobConfig& config, int rank, const std::string& coordinator)
+  Trainer(const JobConfig& config, int rank, const std::string& coordinator,
+          std::shared_ptr<grpc::ChannelCredentials> credentials)
       : config_(config),
         rank_(rank),
-        coordinator_(coordinator,
-                     Seconds(config.cluster().rpc_deadline_seconds()),
-                     Seconds(config.cluster().wait_timeout_seconds())),
+        credentials_(credentials),
+        coordinator_(
+            coordinator, Seconds(config.cluster().rpc_deadline_seconds()),
+            Seconds(config.cluster().wait_timeout_seconds()), credentials),
         model_(config.model().type() == LR ? 0
                                            : config.model().embedding_dim()),
-        input_(config, rank) {}
+        input_(config, rank),
+        deep_(config.model().type() != LR && config.model().type() != FM) {}
 
   absl::Status Run() {
-    // Deep models keep dense weights in the trainer; until a DenseSync for
-    // several trainers exists (trainer/dense_sync.h) they run locally.
-    if (config_.model().type() != LR && config_.model().type() != FM) {
-      return absl::UnimplementedError(absl::StrCat(
-          "model.type ", ModelType_Name(config_.model().type()),
-          " trains with `sampan train-local` for now; `sampan run` supports "
-          "LR and FM"));
-    }
     if (config_.data().format() != CRITEO_TSV) {
       return absl::UnimplementedError(
           "`sampan run` reads CRITEO_TSV; use `sampan train-local` for "
@@ -170,7 +170,7 @@ class Trainer {
     }
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
-    absl::Status status = Train();
+    absl::Status status = deep_ ? TrainDeep() : Train();
     if (status.ok()) status = ps_->Flush();
     Fail(status);
     if (status.ok()) {
@@ -202,8 +202,9 @@ class Trainer {
     options.deadline = Seconds(config_.cluster().rpc_deadline_seconds());
     // A fresh writer per incarnation: a restarted trainer's sequences start
     // again at 1 and must not be taken for replays of the old ones.
-    options.writer_id = (uint64_t{static_cast<uint32_t>(rank_)} << 32) |
-                        std::random_device{}();
+    options.writer_id =
+        (uint64_t{static_cast<uint32_t>(rank_)} << 32) | std::random_device{}();
+    options.credentials = credentials_;
     ps_ = PsClient::Create(options);
     SAMPAN_LOG(INFO) << "trainer " << rank_ << " connected to "
                      << options.pserver_addresses.size() << " pservers";
@@ -242,18 +243,114 @@ class Trainer {
                                     s->grads.data(), s->probs.data());
     s->CountShowsAndClicks();
     absl::Status st = ps_->PushAsync(s->keys, s->grads, s->shows, s->clicks);
-    absl::MutexLock lock(&mu_);
-    examples_ += s->batch.size();
-    loss_sum_ += loss;
-    for (size_t e = 0; e < s->batch.size(); ++e) {
-      auc_.Add(s->probs[e], s->batch.labels[e]);
-    }
+    Account(*s, loss);
     return st;
+  }
+
+  void Account(const Scratch& s, double loss) {
+    absl::MutexLock lock(&mu_);
+    examples_ += s.batch.size();
+    loss_sum_ += loss;
+    for (size_t e = 0; e < s.batch.size(); ++e) {
+      auc_.Add(s.probs[e], s.batch.labels[e]);
+    }
+  }
+
+  // Deep models, hybrid mode (trainer/hybrid_dense.h): one step loop per
+  // rank, in lockstep with the other ranks through the dense allreduce.
+  absl::Status TrainDeep() {
+    const SecurityOptions security = SecurityOptionsFromJob(config_);
+    if (security.tls() || !security.token_file.empty()) {
+      // collective/ rendezvouses over a plaintext, token-less coordinator
+      // client; fail clearly rather than at the rendezvous.
+      return absl::UnimplementedError(
+          "hybrid training (deep models in `sampan run`) does not support "
+          "cluster.security yet");
+    }
+    absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
+    if (!o.ok()) return o.status();
+    ctr_ = std::make_unique<CtrModel>(o->model);
+    HybridDenseOptions h;
+    h.coordinator_address = coordinator_.address();
+    h.rank = rank_;
+    h.size = config_.cluster().num_trainers();
+    h.timeout = Seconds(config_.cluster().wait_timeout_seconds());
+    if (const char* k = std::getenv("SAMPAN_DENSE_CHECK_EVERY")) {
+      h.check_every = std::strtoull(k, nullptr, 10);
+    }
+    if (const char* r = std::getenv("SAMPAN_DENSE_TEST_SKEW_RANK")) {
+      h.skew_rank = std::atoi(r);
+    }
+    h.optimizer = o->dense;
+    absl::StatusOr<std::unique_ptr<HybridDense>> d =
+        HybridDense::Create(*ctr_, h);
+    if (!d.ok()) return d.status();
+    dense_ = std::move(*d);
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": hybrid " << ctr_->dense_size()
+                     << " dense weights";
+    absl::Status status = DeepLoop();
+    if (!status.ok()) return status;
+    absl::StatusOr<uint64_t> hash = dense_->Finish();
+    if (!hash.ok()) return hash.status();
+    return WriteDenseHash(*hash);
+  }
+
+  absl::Status DeepLoop() {
+    Scratch s;
+    CtrModel::Workspace ws;
+    absl::Status read_status, step_status;
+    while (true) {
+      bool trained = !Failed() && input_.Next(&s.batch, &read_status);
+      double loss = 0;
+      dense_->ZeroGrads();
+      if (trained) {
+        s.Dedup();
+        const size_t floats = s.keys.size() * model_.row_dim();
+        s.rows.resize(floats);
+        step_status = ps_->Pull(s.keys, true, s.rows.data());
+        trained = step_status.ok();
+      }
+      if (trained) {
+        s.grads.assign(s.rows.size(), 0.0f);
+        s.probs.resize(s.batch.size());
+        loss = ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(),
+                          dense_->weights(), s.grads.data(), dense_->grads(),
+                          s.probs.data(), &ws);
+        s.CountShowsAndClicks();
+        step_status = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
+        Account(s, loss);
+      }
+      // Even a rank that failed takes part in this step, so that the others
+      // see it out of data and stop at once rather than time out.
+      absl::StatusOr<bool> all = dense_->Step(trained, s.batch.size());
+      if (!step_status.ok()) return step_status;
+      if (!all.ok()) return all.status();
+      if (!*all) break;
+    }
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << dense_->steps()
+                     << " synchronous dense steps";
+    if (!read_status.ok()) return read_status;
+    absl::MutexLock lock(&mu_);
+    return error_;  // e.g. the heartbeat's
+  }
+
+  absl::Status WriteDenseHash(uint64_t hash) {
+    const std::string path =
+        absl::StrCat(config_.output_dir(), "/dense_hash-", rank_, ".txt");
+    const std::string line = absl::StrFormat("%016x", hash);
+    std::ofstream out(path);
+    out << line << "\n";
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": dense weights hash " << line
+                     << " after " << dense_->steps() << " steps";
+    return absl::OkStatus();
   }
 
   absl::Status Evaluate() {
     std::vector<float> probs, labels;
     Scratch s;
+    CtrModel::Workspace ws;
     for (const std::string& path : config_.data().test_files()) {
       auto reader = CriteoReader::Open(path, CriteoReaderOptions());
       if (!reader.ok()) return reader.status();
@@ -263,8 +360,13 @@ class Trainer {
         absl::Status st = ps_->Pull(s.keys, false, s.rows.data());
         if (!st.ok()) return st;
         s.probs.resize(s.batch.size());
-        model_.Step(s.batch, s.row_of_sign, 0, s.rows.data(), nullptr,
-                    s.probs.data());
+        if (deep_) {
+          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(),
+                     dense_->weights(), nullptr, nullptr, s.probs.data(), &ws);
+        } else {
+          model_.Step(s.batch, s.row_of_sign, 0, s.rows.data(), nullptr,
+                      s.probs.data());
+        }
         probs.insert(probs.end(), s.probs.begin(), s.probs.end());
         labels.insert(labels.end(), s.batch.labels.begin(),
                       s.batch.labels.end());
@@ -342,9 +444,15 @@ class Trainer {
 
   const JobConfig& config_;
   const int rank_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   CoordinatorClient coordinator_;
   const FmModel model_;
   InputQueue input_;
+  // Deep models: the model and its dense weights, owned by the step loop
+  // (TrainDeep) and read by Evaluate only after it ended.
+  const bool deep_;
+  std::unique_ptr<CtrModel> ctr_;
+  std::unique_ptr<HybridDense> dense_;
   std::unique_ptr<PsClient> ps_;
   absl::Notification stop_;
   std::atomic<bool> finished_{false};
@@ -364,7 +472,10 @@ std::string ResultPath(const JobConfig& config) {
 
 absl::Status RunTrainer(const JobConfig& config, int rank,
                         const std::string& coordinator_address) {
-  Trainer trainer(config, rank, coordinator_address);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(SecurityOptionsFromJob(config));
+  if (!credentials.ok()) return credentials.status();
+  Trainer trainer(config, rank, coordinator_address, *credentials);
   return trainer.Run();
 }
 

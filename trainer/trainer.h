@@ -11,6 +11,12 @@
 // at a barrier; rank 0 then evaluates on the test files (pulls without
 // creating rows) and writes <output_dir>/result.txt.
 //
+// Deep models (DNN, Wide&Deep, DeepFM, DCN-v2) train in hybrid mode
+// instead: one step loop per trainer, sparse rows as above, dense weights
+// averaged across trainers by allreduce every step and kept bitwise
+// identical (trainer/hybrid_dense.h); each rank writes the final weights'
+// hash to <output_dir>/dense_hash-<rank>.txt.
+//
 // Progress (examples, loss, streaming AUC, fraction done) goes to the
 // coordinator with every heartbeat. Failure to reach the coordinator for
 // longer than heartbeat_timeout_seconds, a failed pull or push, or a bad-row

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end suite for hybrid training (`sampan run` with a deep model):
+# sparse rows asynchronous on the pservers, dense weights averaged by
+# allreduce every step (trainer/hybrid_dense.h).
+#   1. DeepFM, 2 trainers x 2 pservers, hashes compared every 5 steps:
+#      exit 0, test AUC > 0.70, both ranks' final dense-weight hashes
+#      (<output_dir>/dense_hash-<rank>.txt) bitwise identical, same step count;
+#   2. DCN-v2 with 3 trainers (the average is not a power-of-two division):
+#      exit 0 and three identical hashes;
+#   3. a rank whose weights were nudged after the broadcast
+#      (SAMPAN_DENSE_TEST_SKEW_RANK) fails the job at the first hash check,
+#      on every rank, leaving no process.
+set -uo pipefail
+
+SAMPAN="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/cli/sampan"
+[ -x "$SAMPAN" ] || SAMPAN="bazel-bin/cli/sampan"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# Children carry the job's output dir in their --config flag.
+leftover() { pgrep -f -- "--config=$1/" || true; }
+
+write_config() {  # dir trainers model-yaml rows
+  cat > "$1.yaml" <<YAML
+name: hybrid
+output_dir: $1
+progress_interval_seconds: 0.5
+cluster: {num_pservers: 2, num_trainers: $2, threads_per_trainer: 1,
+          wait_timeout_seconds: 30, heartbeat_timeout_seconds: 10}
+model: {$3, embedding_dim: 8, hidden: [32, 16],
+        dense_optimizer: {type: ADAM, learning_rate: 0.001}}
+table: {num_shards: 32, optimizer: {type: ADAGRAD, learning_rate: 0.05}}
+data:
+  batch_size: 1024
+  synthetic: {rows: $4, seed: 3, test_fraction: 0.1}
+YAML
+}
+
+# Prints the distinct hashes of the job's ranks; fails unless all $2 exist.
+same_hashes() {  # dir trainers
+  local n
+  n=$(cat "$1"/dense_hash-*.txt 2>/dev/null | grep -c '^[0-9a-f]\{16\}$')
+  [ "$n" -eq "$2" ] || { echo "only $n of $2 hash files"; return 1; }
+  [ "$(sort -u "$1"/dense_hash-*.txt | wc -l)" -eq 1 ] \
+    || { echo "hashes differ: $(cat "$1"/dense_hash-*.txt | tr '\n' ' ')"; return 1; }
+}
+
+# 1. DeepFM, 2 trainers.
+job="$TMP/deepfm"
+write_config "$job" 2 "type: DEEPFM" 200000
+out=$(SAMPAN_DENSE_CHECK_EVERY=5 "$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+echo "$out" | tail -4
+auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
+if [ $rc -ne 0 ]; then fail "deepfm: run exited $rc"
+elif ! awk -v a="$auc" 'BEGIN { exit !(a > 0.70) }'; then
+  fail "deepfm: test AUC $auc <= 0.70"
+else pass "deepfm trained, test AUC $auc"; fi
+why=$(same_hashes "$job" 2) && pass "deepfm: identical dense hashes $(cat "$job/dense_hash-0.txt")" \
+  || fail "deepfm: $why"
+steps=$(grep -ho '[0-9]* synchronous dense steps' "$job"/logs/trainer-*.log | sort -u)
+[ "$(echo "$steps" | wc -l)" -eq 1 ] && [ "${steps%% *}" -gt 10 ] \
+  && pass "deepfm: both ranks ran $steps" || fail "deepfm: step counts '$steps'"
+[ -z "$(leftover "$job")" ] || fail "processes left after a clean run"
+
+# 2. DCN-v2, 3 trainers.
+job="$TMP/dcn3"
+write_config "$job" 3 "type: DCN_V2, cross_layers: 2" 60000
+out=$(SAMPAN_DENSE_CHECK_EVERY=3 "$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+[ $rc -eq 0 ] || { fail "dcn3: run exited $rc"; echo "$out" | tail -8; }
+why=$(same_hashes "$job" 3) && pass "dcn3: identical dense hashes on 3 ranks" \
+  || fail "dcn3: $why"
+
+# 3. Diverged weights are caught.
+job="$TMP/skew"
+write_config "$job" 2 "type: DNN" 60000
+out=$(SAMPAN_DENSE_CHECK_EVERY=2 SAMPAN_DENSE_TEST_SKEW_RANK=1 \
+  "$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+[ $rc -ne 0 ] || fail "skew: diverged weights exited 0"
+for r in 0 1; do
+  grep -q "dense weights differ across ranks after step 2" "$job/logs/trainer-$r.log" \
+    || fail "skew: trainer-$r did not report the mismatch"
+done
+[ $rc -ne 0 ] && pass "skew: mismatch fails the job (exit $rc)"
+[ -z "$(leftover "$job")" ] || fail "processes left after a failed job"
+
+if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+echo "all checks passed"

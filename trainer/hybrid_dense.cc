@@ -1,0 +1,129 @@
+#include "trainer/hybrid_dense.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sampan {
+
+namespace {
+
+constexpr size_t kAlignFloats = 16;  // 64 bytes
+
+// The first kAlignFloats-aligned address at or after `p`.
+float* AlignUp(float* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t m = kAlignFloats * sizeof(float);
+  return reinterpret_cast<float*>((a + m - 1) / m * m);
+}
+
+size_t RoundUp(size_t n) {
+  return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+}
+
+}  // namespace
+
+HybridDense::HybridDense(const HybridDenseOptions& options, size_t n)
+    : options_(options),
+      n_(n),
+      storage_(RoundUp(n) + RoundUp(n + 1) + kAlignFloats),
+      weights_(AlignUp(storage_.data())),
+      grads_(weights_ + RoundUp(n)),
+      optimizer_(DenseOptimizer::Create(options.optimizer, n)) {}
+
+HybridDense::~HybridDense() = default;
+
+absl::StatusOr<std::unique_ptr<HybridDense>> HybridDense::Create(
+    const CtrModel& model, const HybridDenseOptions& options) {
+  std::unique_ptr<HybridDense> d(new HybridDense(options, model.dense_size()));
+  model.InitDense(d->weights_);
+  collective::CommunicatorOptions c;
+  c.coordinator_address = options.coordinator_address;
+  c.rank = options.rank;
+  c.size = options.size;
+  c.timeout = options.timeout;
+  // The dense math runs on the CPU; NCCL would want device buffers.
+  c.backend = collective::Backend::kGloo;
+  for (auto [name, comm] : {std::make_pair("hybrid-grads", &d->grads_comm_),
+                            std::make_pair("hybrid-ctl", &d->ctl_comm_)}) {
+    c.name = name;
+    absl::StatusOr<std::unique_ptr<collective::Communicator>> made =
+        collective::NewCommunicator(c);
+    if (!made.ok()) return made.status();
+    *comm = std::move(*made);
+  }
+  absl::Status s =
+      d->ctl_comm_->Broadcast(d->weights_, d->n_, 0, options.timeout);
+  if (!s.ok()) return s;
+  if (options.skew_rank == options.rank && d->n_ > 0) {
+    d->weights_[0] += 1e-3f;
+  }
+  collective::DenseAllReducerOptions r;
+  r.timeout = options.timeout;
+  d->reducer_ = std::make_unique<collective::DenseAllReducer>(
+      d->grads_comm_.get(),
+      std::vector<absl::Span<float>>{absl::MakeSpan(d->grads_, d->n_ + 1)}, r);
+  return d;
+}
+
+void HybridDense::ZeroGrads() { std::fill(grads_, grads_ + n_ + 1, 0.0f); }
+
+absl::StatusOr<bool> HybridDense::Step(bool trained, size_t batch_size) {
+  const size_t n = n_;
+  if (trained) {
+    // Per-example mean on this rank; the allreduce then averages the ranks.
+    const float scale = 1.0f / std::max<size_t>(1, batch_size);
+    for (size_t i = 0; i < n; ++i) grads_[i] *= scale;
+  }
+  grads_[n] = trained ? 1.0f : 0.0f;
+  if (absl::Status s = reducer_->AllReduceAll(); !s.ok()) return s;
+  // The flag's average is 1 only when every rank trained; with size not a
+  // power of two it may be a rounding below 1, hence the half-rank margin.
+  if (grads_[n] < 1.0f - 0.5f / options_.size) return false;
+  optimizer_->Apply(weights_, grads_);
+  ++steps_;
+  if (options_.check_every > 0 && steps_ % options_.check_every == 0) {
+    if (absl::Status s = CheckHash(); !s.ok()) return s;
+  }
+  return true;
+}
+
+absl::StatusOr<uint64_t> HybridDense::Finish() {
+  if (absl::Status s = CheckHash(); !s.ok()) return s;
+  return Hash();
+}
+
+uint64_t HybridDense::Hash() const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(weights_);
+  for (size_t i = 0; i < n_ * sizeof(float); ++i) {
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+absl::Status HybridDense::CheckHash() {
+  const uint64_t mine = Hash();
+  // Rank 0's hash as four 16-bit pieces: floats hold them exactly.
+  float root[4];
+  for (int i = 0; i < 4; ++i) root[i] = float((mine >> (16 * i)) & 0xffff);
+  absl::Status s = ctl_comm_->Broadcast(root, 4, 0, options_.timeout);
+  if (!s.ok()) return s;
+  uint64_t theirs = 0;
+  for (int i = 0; i < 4; ++i) theirs |= uint64_t(root[i]) << (16 * i);
+  // Every rank learns of any mismatch, so all fail together.
+  float differ = theirs != mine ? 1.0f : 0.0f;
+  s = ctl_comm_->AllReduce(&differ, 1, collective::ReduceOp::kSum,
+                           options_.timeout);
+  if (!s.ok()) return s;
+  if (differ == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrFormat(
+      "dense weights differ across ranks after step %d: rank %d hash %016x, "
+      "rank 0 hash %016x (%d rank(s) differ from rank 0)",
+      steps_, options_.rank, mine, theirs, int(differ)));
+}
+
+}  // namespace sampan
