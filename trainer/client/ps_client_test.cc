@@ -172,7 +172,10 @@ TEST_F(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
 
   ps::PushRequest misrouted = good;
   uint64_t other = key + 1;
-  while (PserverOfShard(ShardOf(other, kShards), 2) == index) ++other;
+  while (static_cast<int>(PserverOfShard(ShardOf(other, kShards), 2)) ==
+         index) {
+    ++other;
+  }
   misrouted.set_keys(0, other);
   ExpectRejected(*stub, misrouted, "not pserver");
 
