@@ -94,9 +94,8 @@ int Run(const Flags& flags) {
       if (seen.insert(k).second) keys.push_back(k);
     }
   }
-  std::vector<float> rows(size_t(batch) * dim), grads(size_t(batch) * dim,
-                                                      0.001f),
-      ones(batch, 1.0f), zeros(batch, 0.0f);
+  std::vector<float> rows(size_t(batch) * dim),
+      grads(size_t(batch) * dim, 0.001f), ones(batch, 1.0f), zeros(batch, 0.0f);
   std::vector<double> latencies_ms;
   uint64_t pulled = 0, pushed = 0;
   const absl::Time start = absl::Now();

@@ -27,8 +27,8 @@
 #include "google/protobuf/text_format.h"
 #include "pserver/pserver.h"
 #include "sparse_table/job_options.h"
-#include "trainer/local_job.h"
 #include "trainer/data/synthetic.h"
+#include "trainer/local_job.h"
 #include "trainer/trainer.h"
 
 namespace sampan {

@@ -13,7 +13,7 @@
 namespace grpc {
 class Service;
 class ServerCredentials;
-}
+}  // namespace grpc
 
 namespace sampan {
 

@@ -10,8 +10,9 @@ namespace sampan {
 namespace {
 
 // Pins computed by an independent Python implementation of the definition in
-// hash.h. These values are persisted in every table and checkpoint: if this test
-// fails, the change breaks every model ever trained. Do not update the pins.
+// hash.h. These values are persisted in every table and checkpoint: if this
+// test fails, the change breaks every model ever trained. Do not update the
+// pins.
 TEST(FeatureSignTest, PinnedValuesNeverChange) {
   EXPECT_EQ(FeatureSign(0, ""), 0xefd01f60ba992926ULL);
   EXPECT_EQ(FeatureSign(14, "68fd1e64"), 0x524fccfc62c6125eULL);
@@ -42,7 +43,8 @@ TEST(ShardOfTest, SequentialSignsSpreadEvenly) {
 TEST(FeatureSignTest, NoCollisionsAmongManyValues) {
   std::set<uint64_t> seen;
   for (uint32_t slot = 0; slot < 40; ++slot)
-    for (int v = 0; v < 5000; ++v) seen.insert(FeatureSign(slot, std::to_string(v)));
+    for (int v = 0; v < 5000; ++v)
+      seen.insert(FeatureSign(slot, std::to_string(v)));
   EXPECT_EQ(seen.size(), 40u * 5000u);
 }
 

@@ -27,8 +27,8 @@ CoordinatorClient::CoordinatorClient(
       rpc_deadline_(rpc_deadline),
       wait_timeout_(wait_timeout),
       stub_(coord::Coordinator::NewStub(grpc::CreateChannel(
-          address, credentials ? credentials
-                               : grpc::InsecureChannelCredentials()))) {}
+          address,
+          credentials ? credentials : grpc::InsecureChannelCredentials()))) {}
 
 absl::Status CoordinatorClient::Register(coord::Role role, int index,
                                          const std::string& address) {

@@ -28,7 +28,7 @@ build() {  # name sources... -- libs...
 
 build criteo_parser_fuzzer tests/fuzz/criteo_parser_fuzzer.cc \
   trainer/data/criteo_reader.cc
-build config_fuzzer tests/fuzz/config_fuzzer.cc common/config.cc \
+build config_fuzzer tests/fuzz/config_fuzzer.cc common/config.cc common/yaml_proto.cc \
   "$GEN/proto/job.pb.cc" -lyaml-cpp -lprotobuf
 build rpc_fuzzer tests/fuzz/rpc_fuzzer.cc pserver/pserver.cc \
   pserver/metrics.cc pserver/worker_pool.cc common/metrics.cc common/log.cc \
