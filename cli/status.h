@@ -3,8 +3,8 @@
 // Finds the coordinator from the job config (<output_dir>/coordinator.port,
 // written by `sampan run`) or from --coordinator=HOST:PORT (on Kubernetes,
 // inside the coordinator pod:
-//   kubectl exec deploy/NAME-coordinator -- \
-//     sh -c 'sampan status /etc/sampan/job.yaml --coordinator=$POD_IP:7000'
+//   kubectl exec deploy/NAME-coordinator -- sh -c
+//     'sampan status /etc/sampan/job.yaml --coordinator=$POD_IP:7000'
 // since it listens on the pod IP), with the config's TLS settings; takes two
 // JobStatus snapshots `interval` apart and prints the state, membership,
 // throughput, loss, train AUC and a line per trainer rank. Read-only; every

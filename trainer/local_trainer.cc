@@ -9,45 +9,21 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "trainer/batch_keys.h"
 #include "trainer/dense_sync.h"
-#include "trainer/key_dedup.h"
 #include "trainer/model/fm.h"
 
 namespace sampan {
 namespace {
 
 // One worker's reusable buffers.
-struct Worker {
+struct Worker : BatchKeys {
   Batch batch;
-  KeyDedup dedup;
-  std::vector<uint64_t> keys;
-  std::vector<uint32_t> row_of_sign;
-  std::vector<float> rows, grads, shows, clicks, probs, dense, dense_grads;
+  std::vector<float> rows, grads, probs, dense, dense_grads;
   CtrModel::Workspace ws;
 
-  // Fills keys (kBiasSign first) and row_of_sign from the batch.
-  void Dedup() {
-    dedup.Reset(batch.signs.size() + 1);
-    dedup.Index(kBiasSign);
-    row_of_sign.resize(batch.signs.size());
-    for (size_t j = 0; j < batch.signs.size(); ++j) {
-      row_of_sign[j] = dedup.Index(batch.signs[j]);
-    }
-    keys = dedup.keys();
-  }
-
-  void CountShowsAndClicks() {
-    shows.assign(keys.size(), 0.0f);
-    clicks.assign(keys.size(), 0.0f);
-    shows[0] = batch.size();
-    for (size_t e = 0; e < batch.size(); ++e) {
-      clicks[0] += batch.labels[e];
-      for (uint32_t j = batch.offsets[e]; j < batch.offsets[e + 1]; ++j) {
-        shows[row_of_sign[j]] += 1;
-        clicks[row_of_sign[j]] += batch.labels[e];
-      }
-    }
-  }
+  void Dedup() { BatchKeys::Dedup(batch); }
+  void CountShowsAndClicks() { BatchKeys::CountShowsAndClicks(batch); }
 };
 
 class LocalTrainer {

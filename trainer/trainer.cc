@@ -8,7 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -17,6 +16,7 @@
 #include "common/log.h"
 #include "common/security.h"
 #include "coordinator/client.h"
+#include "trainer/batch_keys.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
 #include "trainer/eval/auc.h"
@@ -30,41 +30,13 @@ namespace {
 
 absl::Duration Seconds(double s) { return absl::Seconds(s); }
 
-// A worker's reusable buffers: one batch's unique keys and their rows.
-struct Scratch {
+// A worker's reusable buffers: one batch, its keys, and their rows.
+struct Scratch : BatchKeys {
   Batch batch;
-  absl::flat_hash_map<uint64_t, uint32_t> index;
-  std::vector<uint64_t> keys;
-  std::vector<uint32_t> row_of_sign;
-  std::vector<float> rows, grads, shows, clicks, probs;
+  std::vector<float> rows, grads, probs;
 
-  // Fills keys (kBiasSign first) and row_of_sign from `batch`.
-  void Dedup() {
-    index.clear();
-    keys.clear();
-    row_of_sign.resize(batch.signs.size());
-    index.emplace(kBiasSign, 0);
-    keys.push_back(kBiasSign);
-    for (size_t j = 0; j < batch.signs.size(); ++j) {
-      auto [it, inserted] = index.try_emplace(batch.signs[j], keys.size());
-      if (inserted) keys.push_back(batch.signs[j]);
-      row_of_sign[j] = it->second;
-    }
-  }
-
-  // Impressions and clicks per unique key, for the table's statistics.
-  void CountShowsAndClicks() {
-    shows.assign(keys.size(), 0.0f);
-    clicks.assign(keys.size(), 0.0f);
-    shows[0] = batch.size();
-    for (size_t e = 0; e < batch.size(); ++e) {
-      clicks[0] += batch.labels[e];
-      for (uint32_t j = batch.offsets[e]; j < batch.offsets[e + 1]; ++j) {
-        shows[row_of_sign[j]] += 1;
-        clicks[row_of_sign[j]] += batch.labels[e];
-      }
-    }
-  }
+  void Dedup() { BatchKeys::Dedup(batch); }
+  void CountShowsAndClicks() { BatchKeys::CountShowsAndClicks(batch); }
 };
 
 // The training input of one rank: every train file's part `rank`, per epoch.
