@@ -12,23 +12,26 @@ WorkerPool::WorkerPool(int num_threads, size_t max_queued)
 WorkerPool::~WorkerPool() { Stop(); }
 
 bool WorkerPool::Submit(std::function<void()> task) {
-  absl::MutexLock lock(&mu_);
-  if (stopping_ || queue_.size() >= max_queued_) return false;
-  queue_.push_back(std::move(task));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || queue_.size() >= max_queued_) return false;
+    queue_.push_back(std::move(task));
+  }
+  ready_.notify_one();
   return true;
 }
 
 size_t WorkerPool::queued() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return queue_.size();
 }
 
 void WorkerPool::Stop() {
   {
-    absl::MutexLock lock(&mu_);
-    if (stopping_ && threads_.empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
+  ready_.notify_all();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -37,11 +40,8 @@ void WorkerPool::WorkerLoop() {
   while (true) {
     std::function<void()> task;
     {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !queue_.empty() || stopping_;
-      };
-      mu_.Await(absl::Condition(&ready));
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_.wait(lock, [this] { return !queue_.empty() || stopping_; });
       if (queue_.empty()) return;  // stopping and drained
       task = std::move(queue_.front());
       queue_.pop_front();

@@ -6,17 +6,19 @@
 // backs off: a server under overload sheds load instead of growing a queue
 // without bound.
 //
-// Thread-safe. Stop() runs every task already accepted, then joins.
+// Thread-safe. `mu_` guards the queue and the stopping flag; workers run
+// tasks without it. Stop() runs every task already accepted, then joins.
+// (std::mutex rather than absl::Mutex: Debian's Abseil is not built for
+// ThreadSanitizer, which would then not see the locking.)
 #ifndef SAMPAN_PSERVER_WORKER_POOL_H_
 #define SAMPAN_PSERVER_WORKER_POOL_H_
 
+#include <condition_variable>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace sampan {
 
@@ -31,17 +33,19 @@ class WorkerPool {
   // Tasks waiting for a worker.
   size_t queued() const;
 
-  // Runs every accepted task, then joins the workers. Idempotent.
+  // Runs every accepted task, then joins the workers. Idempotent; call from
+  // one thread.
   void Stop();
 
  private:
   void WorkerLoop();
 
   const size_t max_queued_;
-  mutable absl::Mutex mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_;            // queue non-empty or stopping
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::thread> threads_;         // owned by the creator
 };
 
 }  // namespace sampan

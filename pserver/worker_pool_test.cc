@@ -1,8 +1,8 @@
 #include "pserver/worker_pool.h"
 
 #include <atomic>
+#include <future>
 
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace sampan {
@@ -20,18 +20,19 @@ TEST(WorkerPoolTest, RunsEveryAcceptedTaskBeforeStopReturns) {
 }
 
 TEST(WorkerPoolTest, RefusesWorkWhenQueueIsFull) {
-  absl::Notification release;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
   WorkerPool pool(1, 2);
   std::atomic<int> ran{0};
   // The single worker blocks on the first task; two more fill the queue.
-  ASSERT_TRUE(pool.Submit([&] { release.WaitForNotification(); }));
+  ASSERT_TRUE(pool.Submit([released] { released.wait(); }));
   while (pool.queued() != 0) {
   }
   ASSERT_TRUE(pool.Submit([&] { ran++; }));
   ASSERT_TRUE(pool.Submit([&] { ran++; }));
   EXPECT_EQ(pool.queued(), 2u);
   EXPECT_FALSE(pool.Submit([&] { ran++; }));
-  release.Notify();
+  release.set_value();
   pool.Stop();
   EXPECT_EQ(ran.load(), 2);
 }

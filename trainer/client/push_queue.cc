@@ -27,9 +27,10 @@ PushQueue::PushQueue(const PsClientOptions& options, int pserver,
 PushQueue::~PushQueue() {
   (void)Flush();
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  changed_.notify_all();
   sender_.join();
 }
 
@@ -37,12 +38,12 @@ absl::Status PushQueue::Add(absl::Span<const uint64_t> keys, const float* grads,
                             const float* shows, const float* clicks,
                             const std::vector<uint32_t>& positions) {
   const uint32_t dim = options_.row_dim;
-  absl::MutexLock lock(&mu_);
-  auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto has_room = [this] {
     return pending_.size() < options_.max_pending_keys || !error_.ok();
   };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&has_room),
-                            options_.retry_timeout)) {
+  if (!changed_.wait_for(
+          lock, absl::ToChronoNanoseconds(options_.retry_timeout), has_room)) {
     return absl::DeadlineExceededError(
         absl::StrCat("push queue of pserver ", pserver_, " full for ",
                      absl::FormatDuration(options_.retry_timeout)));
@@ -65,23 +66,24 @@ absl::Status PushQueue::Add(absl::Span<const uint64_t> keys, const float* grads,
     pending_.clicks[it->second] += clicks[i];
   }
   metrics_.pending_keys->Set(pending_.size());
+  lock.unlock();
+  changed_.notify_all();
   return absl::OkStatus();
 }
 
 absl::Status PushQueue::Flush() {
-  absl::MutexLock lock(&mu_);
-  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return (pending_.size() == 0 && !sending_) || !error_.ok();
-  };
+  std::unique_lock<std::mutex> lock(mu_);
   // The sender gives up on a request after retry_timeout, so this ends.
-  mu_.Await(absl::Condition(&drained));
+  changed_.wait(lock, [this] {
+    return (pending_.size() == 0 && !sending_) || !error_.ok();
+  });
   return error_;
 }
 
 void PushQueue::AddStats(PsClientStats* stats) const {
   stats->push_retries += retries_.load();
   stats->pushes_sent += sent_.load();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   stats->pending_keys += pending_.size();
   absl::Time oldest = absl::InfiniteFuture();
   if (sending_) oldest = sending_since_;
@@ -95,12 +97,10 @@ void PushQueue::SenderLoop() {
   MergedPush batch;
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       sending_ = false;
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return pending_.size() > 0 || stop_;
-      };
-      mu_.Await(absl::Condition(&ready));
+      changed_.notify_all();  // Flush may be waiting for !sending_
+      changed_.wait(lock, [this] { return pending_.size() > 0 || stop_; });
       if (pending_.size() == 0) return;  // stopping, nothing left
       batch.Clear();
       std::swap(batch, pending_);
@@ -108,12 +108,13 @@ void PushQueue::SenderLoop() {
       sending_since_ = batch.oldest;
       metrics_.pending_keys->Set(0);
     }
+    changed_.notify_all();  // the queue has room again
     metrics_.lag_seconds->Set(
         absl::ToDoubleSeconds(absl::Now() - batch.oldest));
     absl::Status status = SendBatch(batch);
     metrics_.lag_seconds->Set(0);
     if (!status.ok()) {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (error_.ok()) error_ = status;
     }
   }

@@ -1,23 +1,27 @@
 // The push path to one pserver: a bounded queue that merges gradients per
 // key, and one sender thread that ships the merged batch with retries.
 //
-// Ownership and locking: `mu_` guards the pending batch, the sending flag
-// and the first error. The sender thread owns the batch it is sending (taken
-// out of the queue under the lock, sent without it). Sequences are assigned
-// only by the sender thread, one per request, in order, so the pserver sees
-// this writer's sequences increasing.
+// Ownership and locking: `mu_` guards the pending batch, the sending flag,
+// the stop flag and the first error; `changed_` is notified on every change
+// of them (std::mutex rather than absl::Mutex so that ThreadSanitizer, which
+// cannot see into Debian's uninstrumented Abseil, checks this locking). The
+// sender thread owns the batch it is sending (taken out of the queue under the
+// lock, sent without it). Sequences are assigned only by the sender thread, one
+// per request, in order, so the pserver sees this writer's sequences
+// increasing.
 #ifndef SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 #define SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
@@ -66,12 +70,13 @@ class PushQueue {
   std::atomic<uint64_t> retries_{0}, sent_{0};
   const PushQueueMetrics metrics_;
 
-  mutable absl::Mutex mu_;
-  MergedPush pending_ ABSL_GUARDED_BY(mu_);
-  bool sending_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time sending_since_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  MergedPush pending_;        // guarded by mu_
+  bool sending_ = false;      // guarded by mu_
+  absl::Time sending_since_;  // guarded by mu_
+  bool stop_ = false;         // guarded by mu_
+  absl::Status error_;        // guarded by mu_
   std::thread sender_;
 };
 
