@@ -4,7 +4,7 @@ BAZEL ?= bazel
 DATA_DIR ?= $(abspath ../shared/data)
 SAMPAN := bazel-bin/cli/sampan
 
-.PHONY: all deps build demo test fuzz clean
+.PHONY: all deps build demo test fuzz sanitize clean
 
 all: build
 
@@ -28,6 +28,15 @@ test: build
 
 fuzz: build
 	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# Every test under ASan + UBSan, and the concurrency tests under TSan, each in
+# its own output base so the normal build stays cached.
+TSAN_TESTS = //pserver:worker_pool_test //trainer/client:ps_client_test \
+	//sparse_table:memory_table_test //sparse_table:rocksdb_table_test
+sanitize: deps
+	$(BAZEL) --output_base=$(HOME)/.cache/sampan-asan test --config=asan \
+	  --test_env=SAMPAN_DATA_DIR=$(DATA_DIR) --test_env=ASAN_OPTIONS=detect_leaks=0 //...
+	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan test --config=tsan $(TSAN_TESTS)
 
 clean:
 	$(BAZEL) clean
