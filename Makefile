@@ -30,10 +30,13 @@ fuzz: build
 	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # Every test under ASan + UBSan, and the concurrency tests under TSan, each in
-# its own output base so the normal build stays cached.
+# its own output base so the normal build stays cached. The other output
+# bases must not read the default build's bazel-<dir> symlink as a package,
+# hence the .bazelignore line for this checkout's directory name.
 TSAN_TESTS = //pserver:worker_pool_test //trainer/client:ps_client_test \
 	//sparse_table:memory_table_test //sparse_table:rocksdb_table_test
 sanitize: deps
+	grep -qx "bazel-$(notdir $(CURDIR))" .bazelignore 2>/dev/null || echo "bazel-$(notdir $(CURDIR))" >> .bazelignore
 	$(BAZEL) --output_base=$(HOME)/.cache/sampan-asan test --config=asan \
 	  --test_env=SAMPAN_DATA_DIR=$(DATA_DIR) --test_env=ASAN_OPTIONS=detect_leaks=0 //...
 	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan test --config=tsan $(TSAN_TESTS)
