@@ -13,12 +13,6 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
 
 }  // namespace
 
-absl::Status GrpcToStatus(const grpc::Status& status, const std::string& rpc) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      absl::StrCat(rpc, ": ", status.error_message()));
-}
-
 CoordinatorClient::CoordinatorClient(
     const std::string& address, absl::Duration rpc_deadline,
     absl::Duration wait_timeout,

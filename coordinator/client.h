@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc_status.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/coordinator.grpc.pb.h"
 
@@ -43,9 +44,6 @@ class CoordinatorClient {
   absl::Duration rpc_deadline_, wait_timeout_;
   std::unique_ptr<coord::Coordinator::Stub> stub_;
 };
-
-// Converts a failed gRPC status into an absl::Status naming `rpc`.
-absl::Status GrpcToStatus(const grpc::Status& status, const std::string& rpc);
 
 }  // namespace sampan
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/hash.h"
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
@@ -166,10 +167,10 @@ class GrpcPsClient final : public PsClient {
   }
 
   absl::Status PullError(const PullCall& call) const {
-    return absl::Status(static_cast<absl::StatusCode>(call.status.error_code()),
-                        absl::StrCat("Pull from pserver ", call.pserver, " (",
-                                     options_.pserver_addresses[call.pserver],
-                                     "): ", call.status.error_message()));
+    return GrpcToStatus(
+        call.status,
+        absl::StrCat("Pull from pserver ", call.pserver, " (",
+                     options_.pserver_addresses[call.pserver], ")"));
   }
 
   absl::Status ScatterRows(const PullCall& call, float* out) const {

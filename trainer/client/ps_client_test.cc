@@ -115,16 +115,21 @@ TEST_F(PserverTest, ConcurrentClientsMatchSingleThreadedReference) {
   EXPECT_EQ(PullAll(*reader, keys), expected);
 }
 
+// A push of one key with gradient `grad` (SGD, lr 1: w -= grad).
+ps::PushRequest OneKeyPush(uint64_t key, float grad, float click) {
+  ps::PushRequest req;
+  req.add_keys(key);
+  req.set_grads(&grad, sizeof grad);
+  req.add_shows(1);
+  req.add_clicks(click);
+  return req;
+}
+
 TEST_F(PserverTest, ReplayedPushIsAppliedOnce) {
   const uint64_t key = FeatureSign(2, "x");
   int index;
   auto stub = StubFor(key, &index);
-  ps::PushRequest req;
-  req.add_keys(key);
-  const float grad = -1.0f;
-  req.set_grads(&grad, sizeof grad);
-  req.add_shows(1);
-  req.add_clicks(0);
+  ps::PushRequest req = OneKeyPush(key, -1.0f, 0);
   req.set_writer_id(99);
   req.set_sequence(1);
   for (int attempt = 0; attempt < 3; ++attempt) {  // a retried push
@@ -151,12 +156,7 @@ TEST_F(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
   const uint64_t key = FeatureSign(3, "y");
   int index;
   auto stub = StubFor(key, &index);
-  ps::PushRequest good;
-  good.add_keys(key);
-  const float grad = -2.0f;
-  good.set_grads(&grad, sizeof grad);
-  good.add_shows(1);
-  good.add_clicks(1);
+  const ps::PushRequest good = OneKeyPush(key, -2.0f, 1);
 
   ps::PushRequest truncated = good;
   truncated.set_grads(std::string(3, '\0'));

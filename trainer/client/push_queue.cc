@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "trainer/client/retry.h"
 
 namespace sampan {
@@ -156,11 +157,9 @@ absl::Status PushQueue::SendWithRetries(ps::PushRequest* req) {
       return absl::OkStatus();
     }
     if (!IsTransient(s.error_code()) || !backoff.Wait()) {
-      return absl::Status(
-          static_cast<absl::StatusCode>(s.error_code()),
-          absl::StrCat("Push to pserver ", pserver_, " (",
-                       options_.pserver_addresses[pserver_], "), sequence ",
-                       req->sequence(), ": ", s.error_message()));
+      return GrpcToStatus(s, absl::StrCat("Push to pserver ", pserver_, " (",
+                                          options_.pserver_addresses[pserver_],
+                                          "), sequence ", req->sequence()));
     }
     retries_.fetch_add(1, std::memory_order_relaxed);
     metrics_.retries->Increment();

@@ -1,0 +1,25 @@
+// gRPC status -> absl::Status at the edge of every client, keeping the code
+// (their numbering is the same) and prefixing where the call went, so an error
+// read in a log names the RPC and the peer.
+#ifndef SAMPAN_COMMON_GRPC_STATUS_H_
+#define SAMPAN_COMMON_GRPC_STATUS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace sampan {
+
+inline absl::Status GrpcToStatus(const grpc::Status& status,
+                                 const std::string& where) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(where, ": ", status.error_message()));
+}
+
+}  // namespace sampan
+
+#endif  // SAMPAN_COMMON_GRPC_STATUS_H_
