@@ -12,16 +12,9 @@
 #      on every rank, leaving no process.
 set -uo pipefail
 
-SAMPAN="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/cli/sampan"
-[ -x "$SAMPAN" ] || SAMPAN="bazel-bin/cli/sampan"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
-
-# Children carry the job's output dir in their --config flag.
-leftover() { pgrep -f -- "--config=$1/" || true; }
+TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
+[ -f "$TESTLIB" ] || TESTLIB="$(dirname "$0")/job_testlib.sh"
+source "$TESTLIB"
 
 write_config() {  # dir trainers model-yaml rows
   cat > "$1.yaml" <<YAML
@@ -86,5 +79,4 @@ done
 [ $rc -ne 0 ] && pass "skew: mismatch fails the job (exit $rc)"
 [ -z "$(leftover "$job")" ] || fail "processes left after a failed job"
 
-if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
-echo "all checks passed"
+finish

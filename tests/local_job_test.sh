@@ -8,16 +8,9 @@
 #   5. a SIGKILLed launcher takes its children with it.
 set -uo pipefail
 
-SAMPAN="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/cli/sampan"
-[ -x "$SAMPAN" ] || SAMPAN="bazel-bin/cli/sampan"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
-
-# Children carry the job's output dir in their --config flag.
-leftover() { pgrep -f -- "--config=$1/" || true; }
+TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
+[ -f "$TESTLIB" ] || TESTLIB="$(dirname "$0")/job_testlib.sh"
+source "$TESTLIB"
 
 write_config() {  # dir rows extra-yaml
   cat > "$1.yaml" <<YAML
@@ -102,5 +95,4 @@ for _ in $(seq 1 50); do [ -z "$(leftover "$job")" ] && break; sleep 0.1; done
 [ -z "$(leftover "$job")" ] && pass "children die with a SIGKILLed launcher" \
   || fail "processes outlived a SIGKILLed launcher: $(leftover "$job")"
 
-if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
-echo "all checks passed"
+finish
