@@ -3,6 +3,7 @@
 Writes @local_cuda with:
   defs.bzl   HAS_CUDA (bool) and CUDA_PATH
   :cuda      cudart + nccl headers and libraries, or an empty library without CUDA
+  :cublas    cuBLAS (with :cuda), or an empty library without CUDA
 """
 
 def _cuda_configure_impl(ctx):
@@ -20,11 +21,17 @@ cc_library(
     includes = ["include"],
     linkopts = ["-L{p}/lib64", "-Wl,-rpath,{p}/lib64", "-lcudart", "-lnccl"],
 )
+cc_library(
+    name = "cublas",
+    linkopts = ["-L{p}/lib64", "-lcublas"],
+    deps = [":cuda"],
+)
 """.format(p = cuda_path))
     else:
         ctx.file("BUILD", """
 package(default_visibility = ["//visibility:public"])
 cc_library(name = "cuda")
+cc_library(name = "cublas")
 """)
 
 cuda_configure = repository_rule(

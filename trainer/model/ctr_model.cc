@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "common/log.h"
+
 namespace sampan {
 
 CtrModel::CtrModel(const CtrModelOptions& options)
@@ -37,12 +39,31 @@ double CtrModel::DenseMacsPerExample() const {
   return macs;
 }
 
+std::vector<CtrModel::GradBlock> CtrModel::GradBlocks() const {
+  // Each layer's W and b are adjacent in the layout (layers.cc).
+  std::vector<GradBlock> blocks;
+  for (size_t k = mlp_.size(); k-- > 0;) {
+    const Linear& l = mlp_[k];
+    blocks.push_back({l.w_offset(), size_t(l.in() + 1) * l.out()});
+  }
+  for (size_t l = cross_.size(); l-- > 0;) {
+    blocks.push_back({cross_[l].w_offset(), cross_[l].param_count()});
+  }
+  return blocks;
+}
+
 void CtrModel::DeepForward(const float* dense, Workspace* ws) const {
   ws->x.resize(cross_.size() + 1);
   ws->u.resize(cross_.size());
   ws->x[0] = ws->e;
   for (size_t l = 0; l < cross_.size(); ++l) {
     cross_[l].Forward(dense, ws->e, ws->x[l], &ws->u[l], &ws->x[l + 1]);
+  }
+  if (ws->gpu != nullptr) {
+    absl::Status s = ws->gpu->Forward(dense, ws->x.back(), &ws->mlp_out);
+    if (!s.ok()) SAMPAN_LOG(FATAL) << s;
+    ws->logits += ws->mlp_out;
+    return;
   }
   ws->h.resize(mlp_.size() + 1);
   ws->h[0] = ws->x.back();
@@ -54,17 +75,30 @@ void CtrModel::DeepForward(const float* dense, Workspace* ws) const {
 }
 
 void CtrModel::DeepBackward(const float* dense, float* dense_grads,
+                            const GradReadyFn& grad_ready,
                             Workspace* ws) const {
-  ws->dh = ws->dlogits;
-  for (size_t k = mlp_.size(); k-- > 0;) {
-    if (k + 1 < mlp_.size()) ReluBackward(ws->h[k + 1], &ws->dh);
-    mlp_[k].Backward(dense, ws->h[k], ws->dh, dense_grads, &ws->dprev);
-    ws->dh.swap(ws->dprev);
+  const int layers = static_cast<int>(mlp_.size());
+  if (ws->gpu != nullptr) {
+    // GpuMlp counts layers from the input; blocks count from the output.
+    std::function<void(int)> ready;
+    if (grad_ready) ready = [&](int k) { grad_ready(layers - 1 - k); };
+    absl::Status s =
+        ws->gpu->Backward(ws->dlogits, dense_grads, &ws->dh, ready);
+    if (!s.ok()) SAMPAN_LOG(FATAL) << s;
+  } else {
+    ws->dh = ws->dlogits;
+    for (int k = layers; k-- > 0;) {
+      if (k + 1 < layers) ReluBackward(ws->h[k + 1], &ws->dh);
+      mlp_[k].Backward(dense, ws->h[k], ws->dh, dense_grads, &ws->dprev);
+      ws->dh.swap(ws->dprev);
+      if (grad_ready) grad_ready(layers - 1 - k);
+    }
   }
   for (size_t l = cross_.size(); l-- > 0;) {
     cross_[l].Backward(dense, ws->e, ws->x[l], ws->u[l], ws->dh, dense_grads,
                        &ws->de, &ws->dprev);
     ws->dh.swap(ws->dprev);
+    if (grad_ready) grad_ready(layers + int(cross_.size() - 1 - l));
   }
   ws->de += ws->dh;
 }
@@ -73,7 +107,7 @@ double CtrModel::Step(const Batch& batch,
                       const std::vector<uint32_t>& row_of_sign,
                       uint32_t bias_row, const float* rows, const float* dense,
                       float* sparse_grads, float* dense_grads, float* probs,
-                      Workspace* ws) const {
+                      Workspace* ws, const GradReadyFn& grad_ready) const {
   const size_t n = batch.size();
   const int rd = row_dim();
   const PoolingInput pool{batch.offsets.data(), batch.slots.data(),
@@ -114,7 +148,7 @@ double CtrModel::Step(const Batch& batch,
   if (dim_ == 0) return loss;
   ws->de.setZero(n, size_t(fields_) * dim_);
   if (fm()) interaction.Backward(ws->e, ws->fm_sum, ws->dlogits, &ws->de);
-  if (deep()) DeepBackward(dense, dense_grads, ws);
+  if (deep()) DeepBackward(dense, dense_grads, grad_ready, ws);
   SumPoolBackward(pool, ws->de, rd, fields_, dim_, sparse_grads);
   return loss;
 }

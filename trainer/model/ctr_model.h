@@ -19,10 +19,13 @@
 #ifndef SAMPAN_TRAINER_MODEL_CTR_MODEL_H_
 #define SAMPAN_TRAINER_MODEL_CTR_MODEL_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "trainer/data/batch.h"
+#include "trainer/model/gpu_mlp.h"
 #include "trainer/model/layers.h"
 
 namespace sampan {
@@ -55,22 +58,42 @@ class CtrModel {
   // Multiply-adds of the dense part per example (forward), for FLOP counts.
   double DenseMacsPerExample() const;
 
+  // A block of dense weights whose gradient is complete at one point of
+  // the backward pass (one layer's W and b): floats [offset, offset+count).
+  struct GradBlock {
+    size_t offset, count;
+  };
+  // Every dense weight in exactly one block, in the order backward
+  // completes them (the output layer first). Empty for LR and FM.
+  std::vector<GradBlock> GradBlocks() const;
+  // Called with a GradBlocks() index once that block's gradient is final.
+  using GradReadyFn = std::function<void(int block)>;
+
+  // The MLP's layers, last the 1-wide output (for GpuMlp::Create).
+  const std::vector<Linear>& mlp() const { return mlp_; }
+
   // Per-thread activations, reused across steps.
   struct Workspace {
-    Mat e, de, fm_sum, fm_out, logits, dlogits, dh, dprev;
+    Mat e, de, fm_sum, fm_out, logits, dlogits, dh, dprev, mlp_out;
     std::vector<Mat> x, u;  // cross layer inputs and x W + b
     std::vector<Mat> h;     // MLP layer inputs; h.back() the last hidden
+    // When set, the MLP runs there (GpuMlp::Create(mlp(), dense_size())),
+    // the cross layers and everything else on the CPU. Not owned. A device
+    // error then aborts the process: a lost GPU cannot be trained around.
+    GpuMlp* gpu = nullptr;
   };
 
   // Forward, and backward when `sparse_grads` is not null. `row_of_sign[j]`
   // indexes `rows` for batch.signs[j], `bias_row` the bias. Gradients of the
   // summed log loss are added per row to sparse_grads (caller zeroes) and
   // per weight to dense_grads (caller zeroes; may be null for LR/FM).
-  // Writes probabilities; returns the summed log loss.
+  // Writes probabilities; returns the summed log loss. `grad_ready`, when
+  // set, hears of each GradBlocks() block as soon as its gradient is final,
+  // while backward goes on (for allreduce overlapped with backward).
   double Step(const Batch& batch, const std::vector<uint32_t>& row_of_sign,
               uint32_t bias_row, const float* rows, const float* dense,
               float* sparse_grads, float* dense_grads, float* probs,
-              Workspace* ws) const;
+              Workspace* ws, const GradReadyFn& grad_ready = nullptr) const;
 
  private:
   bool wide() const { return kind_ != CtrKind::kDnn; }
@@ -78,7 +101,7 @@ class CtrModel {
   bool deep() const { return kind_ != CtrKind::kLr && kind_ != CtrKind::kFm; }
   void DeepForward(const float* dense, Workspace* ws) const;
   void DeepBackward(const float* dense, float* dense_grads,
-                    Workspace* ws) const;
+                    const GradReadyFn& grad_ready, Workspace* ws) const;
 
   CtrKind kind_;
   int fields_, dim_;

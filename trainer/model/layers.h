@@ -48,6 +48,9 @@ class Linear {
   Linear(int in, int out, ParamLayout* layout);
   int in() const { return in_; }
   int out() const { return out_; }
+  // Where W (in x out, row-major) and b start in the parameter buffer.
+  size_t w_offset() const { return w_; }
+  size_t b_offset() const { return b_; }
   // Glorot-uniform W, zero b.
   void Init(std::mt19937* rng, float* params) const;
   void Forward(const float* params, const Mat& x, Mat* y) const;
@@ -84,6 +87,9 @@ class FmInteraction {
 class CrossLayer {
  public:
   CrossLayer(int dim, ParamLayout* layout);
+  // W then b, adjacent in the parameter buffer.
+  size_t w_offset() const { return w_; }
+  size_t param_count() const { return size_t(dim_ + 1) * dim_; }
   // Near-zero W (so the stack starts as the identity), zero b.
   void Init(std::mt19937* rng, float* params) const;
   // `u` keeps x W + b for Backward.

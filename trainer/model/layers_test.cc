@@ -1,6 +1,7 @@
 // Every backward pass against central finite differences of its forward.
 #include "trainer/model/layers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -206,6 +207,59 @@ TEST(CtrModelTest, DnnGradients) { CheckModel(CtrKind::kDnn); }
 TEST(CtrModelTest, WideDeepGradients) { CheckModel(CtrKind::kWideDeep); }
 TEST(CtrModelTest, DeepFmGradients) { CheckModel(CtrKind::kDeepFm); }
 TEST(CtrModelTest, DcnV2Gradients) { CheckModel(CtrKind::kDcnV2); }
+
+// The per-layer hook: every dense weight in one block, blocks reported in
+// order, each once, and already final when reported.
+void CheckGradReady(CtrKind kind) {
+  CtrModelOptions o;
+  o.kind = kind;
+  o.fields = 3;
+  o.embedding_dim = 2;
+  o.hidden = {4, 3};
+  o.cross_layers = 2;
+  CtrModel model(o);
+  const std::vector<CtrModel::GradBlock> blocks = model.GradBlocks();
+  std::vector<int> covered(model.dense_size(), 0);
+  for (const CtrModel::GradBlock& b : blocks) {
+    for (size_t i = b.offset; i < b.offset + b.count; ++i) ++covered[i];
+  }
+  EXPECT_EQ(std::count(covered.begin(), covered.end(), 1),
+            static_cast<long>(covered.size()));
+  Batch batch;
+  batch.Clear();
+  std::vector<uint32_t> row_of_sign = {0, 1, 2, 3, 1};
+  for (uint16_t slot : {1, 2, 3, 1, 2}) batch.slots.push_back(slot);
+  batch.signs = {0, 1, 2, 3, 1};
+  batch.offsets.push_back(3);
+  batch.offsets.push_back(5);
+  batch.labels = {1, 0};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-0.5, 0.5);
+  std::vector<float> rows(5 * model.row_dim()), sgrads(rows.size(), 0.0f);
+  for (float& r : rows) r = u(rng);
+  std::vector<float> dense(model.dense_size()), dgrads(dense.size(), 0.0f);
+  model.InitDense(dense.data());
+  std::vector<int> order;
+  std::vector<std::vector<float>> seen;
+  float probs[2];
+  CtrModel::Workspace ws;
+  model.Step(batch, row_of_sign, 4, rows.data(), dense.data(), sgrads.data(),
+             dgrads.data(), probs, &ws, [&](int b) {
+               order.push_back(b);
+               const float* g = dgrads.data() + blocks[b].offset;
+               seen.emplace_back(g, g + blocks[b].count);
+             });
+  ASSERT_EQ(order.size(), blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    EXPECT_EQ(order[b], static_cast<int>(b));
+    const float* g = dgrads.data() + blocks[b].offset;
+    EXPECT_EQ(seen[b], std::vector<float>(g, g + blocks[b].count))
+        << "block " << b << " changed after it was reported ready";
+  }
+}
+
+TEST(CtrModelTest, GradReadyDnn) { CheckGradReady(CtrKind::kDnn); }
+TEST(CtrModelTest, GradReadyDcnV2) { CheckGradReady(CtrKind::kDcnV2); }
 
 TEST(CtrModelTest, DenseSizeCountsEveryLayer) {
   CtrModelOptions o;
