@@ -26,19 +26,23 @@ size_t RoundUp(size_t n) {
 
 }  // namespace
 
-HybridDense::HybridDense(const HybridDenseOptions& options, size_t n)
+HybridDense::HybridDense(const HybridDenseOptions& options,
+                         const CtrModel& model)
     : options_(options),
-      n_(n),
-      storage_(RoundUp(n) + RoundUp(n + 1) + kAlignFloats),
+      n_(model.dense_size()),
+      storage_(RoundUp(n_) + RoundUp(n_ + 1) + kAlignFloats),
       weights_(AlignUp(storage_.data())),
-      grads_(weights_ + RoundUp(n)),
-      optimizer_(DenseOptimizer::Create(options.optimizer, n)) {}
+      grads_(weights_ + RoundUp(n_)),
+      blocks_(model.GradBlocks()),
+      reported_(blocks_.size(), 0),
+      grad_ready_([this](int block) { BlockReady(block); }),
+      optimizer_(DenseOptimizer::Create(options.optimizer, n_)) {}
 
 HybridDense::~HybridDense() = default;
 
 absl::StatusOr<std::unique_ptr<HybridDense>> HybridDense::Create(
     const CtrModel& model, const HybridDenseOptions& options) {
-  std::unique_ptr<HybridDense> d(new HybridDense(options, model.dense_size()));
+  std::unique_ptr<HybridDense> d(new HybridDense(options, model));
   model.InitDense(d->weights_);
   collective::CommunicatorOptions c;
   c.coordinator_address = options.coordinator_address;
@@ -63,23 +67,44 @@ absl::StatusOr<std::unique_ptr<HybridDense>> HybridDense::Create(
   }
   collective::DenseAllReducerOptions r;
   r.timeout = options.timeout;
+  r.bucket_bytes = options.bucket_bytes;
+  // The flag first: it is known when the step begins, so it never holds a
+  // bucket back.
+  std::vector<absl::Span<float>> buffers = {
+      absl::MakeSpan(d->grads_ + d->n_, 1)};
+  for (const CtrModel::GradBlock& b : d->blocks_) {
+    buffers.push_back(absl::MakeSpan(d->grads_ + b.offset, b.count));
+  }
   d->reducer_ = std::make_unique<collective::DenseAllReducer>(
-      d->grads_comm_.get(),
-      std::vector<absl::Span<float>>{absl::MakeSpan(d->grads_, d->n_ + 1)}, r);
+      d->grads_comm_.get(), std::move(buffers), r);
   return d;
 }
 
-void HybridDense::ZeroGrads() { std::fill(grads_, grads_ + n_ + 1, 0.0f); }
+void HybridDense::BeginStep(bool trained, size_t batch_size) {
+  std::fill(grads_, grads_ + n_ + 1, 0.0f);
+  std::fill(reported_.begin(), reported_.end(), 0);
+  scale_ = 1.0f / std::max<size_t>(1, batch_size);
+  grads_[n_] = trained ? 1.0f : 0.0f;
+  reducer_->MarkReady(0);
+}
 
-absl::StatusOr<bool> HybridDense::Step(bool trained, size_t batch_size) {
+void HybridDense::BlockReady(int block) {
+  // Per-example mean on this rank; the allreduce then averages the ranks.
+  float* g = grads_ + blocks_[block].offset;
+  for (size_t i = 0; i < blocks_[block].count; ++i) g[i] *= scale_;
+  reported_[block] = 1;
+  reducer_->MarkReady(block + 1);
+}
+
+absl::StatusOr<bool> HybridDense::Step() {
   const size_t n = n_;
-  if (trained) {
-    // Per-example mean on this rank; the allreduce then averages the ranks.
-    const float scale = 1.0f / std::max<size_t>(1, batch_size);
-    for (size_t i = 0; i < n; ++i) grads_[i] *= scale;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (!reported_[b]) BlockReady(static_cast<int>(b));
   }
-  grads_[n] = trained ? 1.0f : 0.0f;
-  if (absl::Status s = reducer_->AllReduceAll(); !s.ok()) return s;
+  const absl::Time start = absl::Now();
+  absl::Status reduced = reducer_->Wait();
+  last_wait_ = absl::Now() - start;
+  if (!reduced.ok()) return reduced;
   // The flag's average is 1 only when every rank trained; with size not a
   // power of two it may be a rounding below 1, hence the half-rank margin.
   if (grads_[n] < 1.0f - 0.5f / options_.size) return false;

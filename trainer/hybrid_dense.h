@@ -5,11 +5,16 @@
 //
 // Promises:
 //  - After Create() every rank holds rank 0's initial weights (broadcast).
-//  - Each Step() averages the ranks' dense gradients (DenseAllReducer over a
+//  - Each step averages the ranks' dense gradients (DenseAllReducer over a
 //    collective::Communicator) and applies one optimizer step with that same
 //    average on every rank, so the weights stay bitwise identical (the
 //    allreduce result is bitwise identical on all ranks and the optimizer is
 //    deterministic).
+//  - The allreduce overlaps the backward pass: gradients are registered per
+//    layer (CtrModel::GradBlocks) and fused into buckets of `bucket_bytes`;
+//    grad_ready(), passed to CtrModel::Step, starts a bucket's allreduce on
+//    the reducer's thread as soon as its layers are done, while backward
+//    goes on with the earlier layers (and the trainer with the sparse push).
 //  - Ranks agree on the number of steps without knowing their batch counts
 //    in advance: the "this rank trained a batch" flag rides in the gradient
 //    allreduce as one extra float. When any rank is out of data, that step's
@@ -20,7 +25,8 @@
 //    with INTERNAL naming the step.
 //
 // Thread safety: none. One thread (the rank's step loop) owns the object;
-// weights() may be read by others only once the step loop has ended.
+// weights() may be read by others only once the step loop has ended. The
+// gradient hook runs on that thread too (inside CtrModel::Step).
 // Collectives: two communicators, "hybrid-grads" (owned by the
 // DenseAllReducer while it lives) and "hybrid-ctl" (broadcast, hash checks),
 // joined in that order on every rank. Every wait is bounded by `timeout`.
@@ -54,6 +60,10 @@ struct HybridDenseOptions {
   // at the end. The trainer reads it from SAMPAN_DENSE_CHECK_EVERY.
   uint64_t check_every = 0;
   DenseOptimizerOptions optimizer;
+  // Target bytes of one fused allreduce. Small enough that DeepFM's 1.8 MB
+  // of MLP gradients make several buckets, whose allreduce can start before
+  // backward ends; large enough that per-call latency stays negligible.
+  size_t bucket_bytes = 256 << 10;
   // Tests only: this rank nudges one weight after the broadcast, so the
   // hash check must fail (SAMPAN_DENSE_TEST_SKEW_RANK). -1: none.
   int skew_rank = -1;
@@ -69,16 +79,26 @@ class HybridDense {
 
   // The current weights (model.dense_size() floats).
   const float* weights() const { return weights_; }
-  // This step's gradient buffer: the caller zeroes it with ZeroGrads() and
-  // CtrModel::Step adds the summed-loss gradient into it.
+  // Starts a step: zeroes the gradients. `trained` says whether this rank
+  // computes a gradient this step, for a batch of `batch_size` examples.
+  void BeginStep(bool trained, size_t batch_size);
+  // This step's gradient buffer: CtrModel::Step adds the summed-loss
+  // gradient into it (only when BeginStep said `trained`).
   float* grads() { return grads_; }
-  void ZeroGrads();
+  // The hook for CtrModel::Step: a block's gradient is final, so it is
+  // scaled to the per-example mean and its bucket's allreduce may start.
+  // Valid while this object lives.
+  const CtrModel::GradReadyFn& grad_ready() const { return grad_ready_; }
 
-  // Ends a step. `trained` says whether this rank computed a gradient for a
-  // batch of `batch_size` examples (else the gradient must be zero). Returns
-  // true when every rank trained (the averaged step was applied), false when
-  // some rank is out of data (nothing applied; training ends).
-  absl::StatusOr<bool> Step(bool trained, size_t batch_size);
+  // Ends the step: finishes every allreduce (blocks the hook never reported
+  // are reduced now) and applies the average. Returns true when every rank
+  // trained (the averaged step was applied), false when some rank is out of
+  // data (nothing applied; training ends).
+  absl::StatusOr<bool> Step();
+
+  // How long the last Step() waited for allreduces still in flight: the
+  // communication that backward did not hide.
+  absl::Duration last_wait() const { return last_wait_; }
 
   // Compares the final weights' hash across ranks; returns it.
   absl::StatusOr<uint64_t> Finish();
@@ -88,8 +108,9 @@ class HybridDense {
   uint64_t Hash() const;
 
  private:
-  HybridDense(const HybridDenseOptions& options, size_t n);
+  HybridDense(const HybridDenseOptions& options, const CtrModel& model);
   absl::Status CheckHash();
+  void BlockReady(int block);
 
   const HybridDenseOptions options_;
   const size_t n_;  // dense weights
@@ -102,6 +123,12 @@ class HybridDense {
   std::vector<float> storage_;
   float* weights_;  // n_ floats inside storage_
   float* grads_;    // n_ gradients, then the "trained" flag
+  // The reducer's buffers: 0 the flag, 1 + b block b of GradBlocks().
+  const std::vector<CtrModel::GradBlock> blocks_;
+  std::vector<char> reported_;  // per block, this step
+  float scale_ = 1;             // 1 / batch size, this step
+  CtrModel::GradReadyFn grad_ready_;
+  absl::Duration last_wait_;
   std::unique_ptr<DenseOptimizer> optimizer_;
   std::unique_ptr<collective::Communicator> grads_comm_, ctl_comm_;
   std::unique_ptr<collective::DenseAllReducer> reducer_;

@@ -274,7 +274,6 @@ class Trainer {
     while (true) {
       bool trained = !Failed() && input_.Next(&s.batch, &read_status);
       double loss = 0;
-      dense_->ZeroGrads();
       if (trained) {
         s.Dedup();
         const size_t floats = s.keys.size() * model_.row_dim();
@@ -282,19 +281,21 @@ class Trainer {
         step_status = ps_->Pull(s.keys, true, s.rows.data());
         trained = step_status.ok();
       }
+      dense_->BeginStep(trained, s.batch.size());
       if (trained) {
         s.grads.assign(s.rows.size(), 0.0f);
         s.probs.resize(s.batch.size());
+        // Each layer's allreduce starts as backward finishes it.
         loss = ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(),
                           dense_->weights(), s.grads.data(), dense_->grads(),
-                          s.probs.data(), &ws);
+                          s.probs.data(), &ws, dense_->grad_ready());
         s.CountShowsAndClicks();
         step_status = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
         Account(s, loss);
       }
       // Even a rank that failed takes part in this step, so that the others
       // see it out of data and stop at once rather than time out.
-      absl::StatusOr<bool> all = dense_->Step(trained, s.batch.size());
+      absl::StatusOr<bool> all = dense_->Step();
       if (!step_status.ok()) return step_status;
       if (!all.ok()) return all.status();
       if (!*all) break;

@@ -2,14 +2,23 @@
 // cuBLAS, so y = x W (B x out) is computed as y^T = W^T x^T, and likewise
 // for the backward products; ReLU and the bias are small kernels
 // (gpu_kernels.cu), the bias gradient a product with a vector of ones.
+//
+// cuBLAS is loaded with dlopen on first use, not linked: every process of
+// the system links this library, and only GPU trainers need cuBLAS's
+// ~700 MB. It also has to stay out of the other processes: with
+// libcublasLt loaded, civetweb (the metrics server) fails to start
+// ("null context when constructing CivetServer"; seen with CUDA 13.0 and
+// Debian's civetweb 1.15; cause not established).
 #include "trainer/model/gpu_mlp.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "trainer/model/gpu_kernels.h"
@@ -23,10 +32,54 @@ absl::Status CudaStatus(const char* what, cudaError_t e) {
       absl::StrCat("gpu dense path: ", what, ": ", cudaGetErrorString(e)));
 }
 
+// The cuBLAS entry points used here, resolved from the shared library.
+struct Blas {
+  decltype(&cublasCreate_v2) create;
+  decltype(&cublasDestroy_v2) destroy;
+  decltype(&cublasSetStream_v2) set_stream;
+  decltype(&cublasSetMathMode) set_math_mode;
+  decltype(&cublasSgemm_v2) sgemm;
+  decltype(&cublasSgemv_v2) sgemv;
+  decltype(&cublasGetStatusString) status_string;
+};
+
+// Loads cuBLAS once per process; the handle is never closed.
+absl::StatusOr<const Blas*> LoadBlas() {
+  static const absl::StatusOr<const Blas*>* loaded = [] {
+    const std::string name = absl::StrCat("libcublas.so.", CUBLAS_VER_MAJOR);
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      return new absl::StatusOr<const Blas*>(absl::UnavailableError(
+          absl::StrCat("gpu dense path: cannot load ", name, ": ", dlerror())));
+    }
+    auto* b = new Blas;
+    bool ok = true;
+    auto get = [&](auto* fn, const char* symbol) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(
+          dlsym(lib, symbol));
+      ok = ok && *fn != nullptr;
+    };
+    get(&b->create, "cublasCreate_v2");
+    get(&b->destroy, "cublasDestroy_v2");
+    get(&b->set_stream, "cublasSetStream_v2");
+    get(&b->set_math_mode, "cublasSetMathMode");
+    get(&b->sgemm, "cublasSgemm_v2");
+    get(&b->sgemv, "cublasSgemv_v2");
+    get(&b->status_string, "cublasGetStatusString");
+    if (!ok) {
+      return new absl::StatusOr<const Blas*>(absl::UnavailableError(
+          absl::StrCat("gpu dense path: ", name, " lacks a cuBLAS symbol")));
+    }
+    return new absl::StatusOr<const Blas*>(b);
+  }();
+  return *loaded;
+}
+
 absl::Status BlasStatus(const char* what, cublasStatus_t s) {
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat("gpu dense path: ", what, ": ", cublasGetStatusString(s)));
+  // Only reached with cuBLAS loaded.
+  return absl::InternalError(absl::StrCat("gpu dense path: ", what, ": ",
+                                          (*LoadBlas())->status_string(s)));
 }
 
 #define RETURN_IF_ERROR(expr) \
@@ -63,9 +116,10 @@ class DeviceBuffer {
 
 class CublasMlp : public GpuMlp {
  public:
-  CublasMlp(const std::vector<Linear>& layers, size_t dense_size,
-            const GpuMlpOptions& options)
-      : layers_(layers),
+  CublasMlp(const Blas* blas, const std::vector<Linear>& layers,
+            size_t dense_size, const GpuMlpOptions& options)
+      : blas_(blas),
+        layers_(layers),
         dense_size_(dense_size),
         options_(options),
         h_(layers.size() + 1),
@@ -76,7 +130,7 @@ class CublasMlp : public GpuMlp {
       if (e != nullptr) cudaEventDestroy(e);
     }
     if (staging_ != nullptr) cudaFreeHost(staging_);
-    if (handle_ != nullptr) cublasDestroy(handle_);
+    if (handle_ != nullptr) blas_->destroy(handle_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -85,14 +139,14 @@ class CublasMlp : public GpuMlp {
     RETURN_IF_ERROR(
         CudaStatus("cudaStreamCreate",
                    cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
-    RETURN_IF_ERROR(BlasStatus("cublasCreate", cublasCreate(&handle_)));
+    RETURN_IF_ERROR(BlasStatus("cublasCreate", blas_->create(&handle_)));
     RETURN_IF_ERROR(
-        BlasStatus("cublasSetStream", cublasSetStream(handle_, stream_)));
-    RETURN_IF_ERROR(
-        BlasStatus("cublasSetMathMode",
-                   cublasSetMathMode(handle_, options_.allow_tf32
-                                                  ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                  : CUBLAS_PEDANTIC_MATH)));
+        BlasStatus("cublasSetStream", blas_->set_stream(handle_, stream_)));
+    RETURN_IF_ERROR(BlasStatus(
+        "cublasSetMathMode",
+        blas_->set_math_mode(handle_, options_.allow_tf32
+                                          ? CUBLAS_TF32_TENSOR_OP_MATH
+                                          : CUBLAS_PEDANTIC_MATH)));
     for (cudaEvent_t& e : events_) {
       RETURN_IF_ERROR(
           CudaStatus("cudaEventCreate",
@@ -123,9 +177,9 @@ class CublasMlp : public GpuMlp {
       const Linear& l = layers_[k];
       RETURN_IF_ERROR(BlasStatus(
           "cublasSgemm (forward)",
-          cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, l.out(), b, l.in(),
-                      &one, weights_.get() + l.w_offset(), l.out(), h_[k].get(),
-                      l.in(), &zero, h_[k + 1].get(), l.out())));
+          blas_->sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, l.out(), b, l.in(),
+                       &one, weights_.get() + l.w_offset(), l.out(),
+                       h_[k].get(), l.in(), &zero, h_[k + 1].get(), l.out())));
       RETURN_IF_ERROR(CudaStatus(
           "bias kernel",
           gpu::BiasActivation(h_[k + 1].get(), weights_.get() + l.b_offset(), b,
@@ -182,13 +236,13 @@ class CublasMlp : public GpuMlp {
     float* db = grads_.get() + l.b_offset();
     RETURN_IF_ERROR(
         BlasStatus("cublasSgemm (dW)",
-                   cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_T, l.out(),
-                               l.in(), b, &one, dh_->get(), l.out(),
-                               h_[k].get(), l.in(), &zero, dw, l.out())));
+                   blas_->sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_T, l.out(),
+                                l.in(), b, &one, dh_->get(), l.out(),
+                                h_[k].get(), l.in(), &zero, dw, l.out())));
     RETURN_IF_ERROR(BlasStatus(
         "cublasSgemv (db)",
-        cublasSgemv(handle_, CUBLAS_OP_N, l.out(), b, &one, dh_->get(), l.out(),
-                    ones_.get(), 1, &zero, db, 1)));
+        blas_->sgemv(handle_, CUBLAS_OP_N, l.out(), b, &one, dh_->get(),
+                     l.out(), ones_.get(), 1, &zero, db, 1)));
     RETURN_IF_ERROR(
         CopyAsync(staging_ + l.w_offset(), dw, size_t(l.in()) * l.out()));
     RETURN_IF_ERROR(CopyAsync(staging_ + l.b_offset(), db, l.out()));
@@ -197,9 +251,9 @@ class CublasMlp : public GpuMlp {
     if (!want_dx) return absl::OkStatus();
     RETURN_IF_ERROR(BlasStatus(
         "cublasSgemm (dx)",
-        cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, l.in(), b, l.out(), &one,
-                    weights_.get() + l.w_offset(), l.out(), dh_->get(), l.out(),
-                    &zero, dprev_->get(), l.in())));
+        blas_->sgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, l.in(), b, l.out(),
+                     &one, weights_.get() + l.w_offset(), l.out(), dh_->get(),
+                     l.out(), &zero, dprev_->get(), l.in())));
     std::swap(dh_, dprev_);
     return absl::OkStatus();
   }
@@ -265,6 +319,7 @@ class CublasMlp : public GpuMlp {
     }
   }
 
+  const Blas* const blas_;
   const std::vector<Linear> layers_;
   const size_t dense_size_;
   const GpuMlpOptions options_;
@@ -294,7 +349,7 @@ absl::Status GpuMlp::Available() {
   if (devices == 0) {
     return absl::UnavailableError("gpu dense path: no GPU device");
   }
-  return absl::OkStatus();
+  return LoadBlas().status();
 }
 
 absl::StatusOr<std::unique_ptr<GpuMlp>> GpuMlp::Create(
@@ -304,7 +359,8 @@ absl::StatusOr<std::unique_ptr<GpuMlp>> GpuMlp::Create(
   if (layers.empty()) {
     return absl::InvalidArgumentError("gpu dense path: the MLP has no layers");
   }
-  auto mlp = std::make_unique<CublasMlp>(layers, dense_size, options);
+  auto mlp =
+      std::make_unique<CublasMlp>(*LoadBlas(), layers, dense_size, options);
   RETURN_IF_ERROR(mlp->Init());
   return std::unique_ptr<GpuMlp>(std::move(mlp));
 }
