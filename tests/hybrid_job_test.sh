@@ -9,7 +9,9 @@
 #      exit 0 and three identical hashes;
 #   3. a rank whose weights were nudged after the broadcast
 #      (SAMPAN_DENSE_TEST_SKEW_RANK) fails the job at the first hash check,
-#      on every rank, leaving no process.
+#      on every rank, leaving no process;
+#   4. model.dense_device: GPU trains with identical hashes where a GPU is
+#      usable and fails naming the reason where none is (CI).
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -78,5 +80,21 @@ for r in 0 1; do
 done
 [ $rc -ne 0 ] && pass "skew: mismatch fails the job (exit $rc)"
 [ -z "$(leftover "$job")" ] || fail "processes left after a failed job"
+
+# 4. The MLP on the GPU, or a clear failure without one.
+job="$TMP/gpu"
+write_config "$job" 2 "type: DEEPFM, dense_device: GPU" 60000
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+if grep -q "MLP on the GPU" "$job"/logs/trainer-0.log 2>/dev/null; then
+  [ $rc -eq 0 ] || fail "gpu: run exited $rc"
+  why=$(same_hashes "$job" 2) && pass "gpu: MLP on the GPU, identical hashes" \
+    || fail "gpu: $why"
+elif [ $rc -ne 0 ] && grep -q "gpu dense path: no usable GPU" \
+    "$job"/logs/trainer-0.log; then
+  pass "gpu: no GPU here; dense_device GPU fails naming why (exit $rc)"
+else
+  fail "gpu: neither trained on the GPU nor failed naming why (exit $rc)"
+fi
+[ -z "$(leftover "$job")" ] || fail "processes left after the gpu job"
 
 finish

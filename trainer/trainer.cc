@@ -24,6 +24,7 @@
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/fm.h"
+#include "trainer/model/gpu_mlp.h"
 
 namespace sampan {
 namespace {
@@ -242,6 +243,7 @@ class Trainer {
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     ctr_ = std::make_unique<CtrModel>(o->model);
+    if (absl::Status g = PlaceDenseTower(); !g.ok()) return g;
     HybridDenseOptions h;
     h.coordinator_address = coordinator_.address();
     h.rank = rank_;
@@ -267,9 +269,27 @@ class Trainer {
     return WriteDenseHash(*hash);
   }
 
+  // model.dense_device: the MLP on the GPU (gpu_) or the CPU.
+  absl::Status PlaceDenseTower() {
+    const DenseDevice device = config_.model().dense_device();
+    if (device == CPU) return absl::OkStatus();
+    absl::StatusOr<std::unique_ptr<GpuMlp>> g =
+        GpuMlp::Create(ctr_->mlp(), ctr_->dense_size(), GpuMlpOptions());
+    if (!g.ok()) {
+      if (device == GPU) return g.status();
+      SAMPAN_LOG(INFO) << "trainer " << rank_
+                       << ": MLP on the CPU: " << g.status().message();
+      return absl::OkStatus();
+    }
+    gpu_ = std::move(*g);
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": MLP on the GPU (cuBLAS)";
+    return absl::OkStatus();
+  }
+
   absl::Status DeepLoop() {
     Scratch s;
     CtrModel::Workspace ws;
+    ws.gpu = gpu_.get();  // evaluation stays on the CPU
     absl::Status read_status, step_status;
     while (true) {
       bool trained = !Failed() && input_.Next(&s.batch, &read_status);
@@ -426,6 +446,7 @@ class Trainer {
   const bool deep_;
   std::unique_ptr<CtrModel> ctr_;
   std::unique_ptr<HybridDense> dense_;
+  std::unique_ptr<GpuMlp> gpu_;  // the MLP's device, when on the GPU
   std::unique_ptr<PsClient> ps_;
   absl::Notification stop_;
   std::atomic<bool> finished_{false};

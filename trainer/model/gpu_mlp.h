@@ -26,13 +26,6 @@
 
 namespace sampan {
 
-// Where the dense tower of a deep model runs (JobConfig model.dense_device).
-enum class DenseDevice {
-  kAuto,  // the GPU when GpuMlp::Available(), else the CPU
-  kCpu,
-  kGpu,  // the GPU or an error
-};
-
 struct GpuMlpOptions {
   // Bounds every wait for the device.
   absl::Duration timeout = absl::Seconds(60);
