@@ -108,27 +108,15 @@ int RunLauncher(const Flags& flags, const std::vector<std::string>& algos,
   const int ranks = static_cast<int>(flags.GetInt("ranks", 2).value_or(2));
   auto coordinator = testing::TestCoordinator::Start();
   if (!coordinator.ok()) return Die(coordinator.status());
-  std::vector<testing::Child> children;
-  for (int r = 0; r < ranks; ++r) {
-    std::vector<std::string> args = {
-        "--role=rank",
-        absl::StrCat("--rank=", r),
-        absl::StrCat("--ranks=", ranks),
-        absl::StrCat("--coordinator=", (*coordinator)->address()),
-        absl::StrCat("--algorithms=", flags.Get("algorithms", "")),
-        absl::StrCat("--max_bytes=", sizes.back()),
-        absl::StrCat("--reps=", reps)};
-    auto child = testing::Spawn("/proc/self/exe", args);
-    if (!child.ok()) return Die(child.status());
-    children.push_back(*child);
-  }
-  const std::string out =
-      testing::ReadAll(children[0].stdout_fd, absl::Minutes(30));
-  int failed = 0;
-  for (const testing::Child& c : children) {
-    auto code = testing::WaitExit(c.pid, absl::Now() + absl::Minutes(1));
-    if (!code.ok() || *code != 0) ++failed;
-  }
+  auto run = testing::RunRanks(
+      "/proc/self/exe", ranks, (*coordinator)->address(),
+      {absl::StrCat("--algorithms=", flags.Get("algorithms", "")),
+       absl::StrCat("--max_bytes=", sizes.back()),
+       absl::StrCat("--reps=", reps)},
+      absl::Minutes(30));
+  if (!run.ok()) return Die(run.status());
+  const std::string& out = run->rank0_output;
+  const int failed = run->failed;
   std::map<std::pair<std::string, size_t>, std::vector<double>> us;
   for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
     std::vector<std::string> f = absl::StrSplit(line, ' ');

@@ -136,28 +136,16 @@ int RunLauncher(const Flags& flags) {
   const int ranks = static_cast<int>(flags.GetInt("ranks", 2).value_or(2));
   auto coordinator = testing::TestCoordinator::Start();
   if (!coordinator.ok()) return Die(coordinator.status());
-  std::vector<testing::Child> children;
-  for (int r = 0; r < ranks; ++r) {
-    std::vector<std::string> args = {
-        "--role=rank",
-        absl::StrCat("--rank=", r),
-        absl::StrCat("--ranks=", ranks),
-        absl::StrCat("--coordinator=", (*coordinator)->address()),
-        absl::StrCat("--steps=", flags.Get("steps", "60")),
-        absl::StrCat("--batch=", flags.Get("batch", "1024"))};
-    if (flags.GetBool("gpu")) args.push_back("--gpu");
-    auto child = testing::Spawn("/proc/self/exe", args);
-    if (!child.ok()) return Die(child.status());
-    children.push_back(*child);
-  }
-  std::printf(
-      "%s", testing::ReadAll(children[0].stdout_fd, absl::Minutes(20)).c_str());
-  int failed = 0;
-  for (const testing::Child& c : children) {
-    auto code = testing::WaitExit(c.pid, absl::Now() + absl::Minutes(1));
-    if (!code.ok() || *code != 0) ++failed;
-  }
-  return failed == 0 ? 0 : 1;
+  std::vector<std::string> extra = {
+      absl::StrCat("--steps=", flags.Get("steps", "60")),
+      absl::StrCat("--batch=", flags.Get("batch", "1024"))};
+  if (flags.GetBool("gpu")) extra.push_back("--gpu");
+  auto run =
+      testing::RunRanks("/proc/self/exe", ranks, (*coordinator)->address(),
+                        extra, absl::Minutes(20));
+  if (!run.ok()) return Die(run.status());
+  std::printf("%s", run->rank0_output.c_str());
+  return run->failed == 0 ? 0 : 1;
 }
 
 int Main(int argc, char** argv) {

@@ -128,5 +128,34 @@ absl::StatusOr<int> WaitExit(pid_t pid, absl::Time deadline) {
   }
 }
 
+absl::StatusOr<RanksResult> RunRanks(const std::string& binary, int ranks,
+                                     const std::string& coordinator,
+                                     const std::vector<std::string>& extra,
+                                     absl::Duration timeout) {
+  std::vector<Child> children;
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<std::string> args = {
+        "--role=rank", absl::StrCat("--rank=", r),
+        absl::StrCat("--ranks=", ranks),
+        absl::StrCat("--coordinator=", coordinator)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<Child> child = Spawn(binary, args);
+    if (!child.ok()) {
+      for (const Child& c : children) kill(c.pid, SIGKILL);
+      return child.status();
+    }
+    children.push_back(*child);
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  RanksResult result;
+  result.rank0_output = ReadAll(children[0].stdout_fd, timeout);
+  for (const Child& c : children) {
+    absl::StatusOr<int> code = WaitExit(c.pid, deadline + absl::Minutes(1));
+    if (!code.ok() || *code != 0) ++result.failed;
+    close(c.stdout_fd);
+  }
+  return result;
+}
+
 }  // namespace testing
 }  // namespace sampan

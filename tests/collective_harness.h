@@ -59,6 +59,20 @@ std::string ReadAll(int fd, absl::Duration timeout);
 // DEADLINE_EXCEEDED is returned.
 absl::StatusOr<int> WaitExit(pid_t pid, absl::Time deadline);
 
+// What RunRanks saw: rank 0's stdout and how many ranks did not exit 0.
+struct RanksResult {
+  std::string rank0_output;
+  int failed = 0;
+};
+
+// Runs `ranks` copies of `binary`, each with "--role=rank --rank=R
+// --ranks=N --coordinator=ADDRESS" and then `extra`, until they end; each
+// gets `timeout` (then it is killed and counts as failed).
+absl::StatusOr<RanksResult> RunRanks(const std::string& binary, int ranks,
+                                     const std::string& coordinator,
+                                     const std::vector<std::string>& extra,
+                                     absl::Duration timeout);
+
 }  // namespace testing
 }  // namespace sampan
 

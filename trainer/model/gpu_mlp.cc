@@ -293,24 +293,21 @@ class CublasMlp : public GpuMlp {
 
   // cudaEventSynchronize would wait forever on a hung device: poll instead.
   absl::Status WaitFor(cudaEvent_t event, absl::Time deadline) {
-    while (true) {
-      const cudaError_t e = cudaEventQuery(event);
-      if (e == cudaSuccess) return absl::OkStatus();
-      if (e != cudaErrorNotReady) return CudaStatus("cudaEventQuery", e);
-      if (absl::Now() >= deadline) {
-        return absl::DeadlineExceededError(
-            "gpu dense path: the device did not finish within the timeout");
-      }
-      std::this_thread::yield();
-    }
+    return Poll([event] { return cudaEventQuery(event); }, deadline);
   }
 
   absl::Status Sync() {
-    const absl::Time deadline = absl::Now() + options_.timeout;
+    return Poll([this] { return cudaStreamQuery(stream_); },
+                absl::Now() + options_.timeout);
+  }
+
+  // Calls `query` until it stops answering cudaErrorNotReady or `deadline`.
+  template <typename Query>
+  static absl::Status Poll(Query query, absl::Time deadline) {
     while (true) {
-      const cudaError_t e = cudaStreamQuery(stream_);
+      const cudaError_t e = query();
       if (e == cudaSuccess) return absl::OkStatus();
-      if (e != cudaErrorNotReady) return CudaStatus("cudaStreamQuery", e);
+      if (e != cudaErrorNotReady) return CudaStatus("waiting for the GPU", e);
       if (absl::Now() >= deadline) {
         return absl::DeadlineExceededError(
             "gpu dense path: the device did not finish within the timeout");

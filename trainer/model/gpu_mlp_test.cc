@@ -14,8 +14,16 @@
 namespace sampan {
 namespace {
 
-// float32 with another summation order: far below this.
+// float32 with another summation order: far below this (the H200 gave
+// 6e-8 to 8e-7 on the tower alone).
 constexpr double kTolerance = 1e-5;
+// A whole model step: a pre-activation within float32 rounding of zero may
+// take the other side of its ReLU on the GPU, moving that unit's gradient
+// for one example. The DeepFM step below has one (|z| = 2.6e-9 against an
+// rms of 0.027, found with a float64 recomputation) and differed by 1.7e-4
+// on an H200; DCN-v2 (no such unit) by 1.4e-7. A wrong product, transpose
+// or offset moves these errors to O(1).
+constexpr double kStepTolerance = 1e-3;
 
 double RelativeError(const float* got, const float* want, size_t n) {
   double diff = 0, norm = 0;
@@ -181,8 +189,8 @@ void CheckModelStep(CtrKind kind) {
       "model step: relative error probs %.2e, dense %.2e, sparse %.2e\n",
       e_probs, e_dense, e_sparse);
   EXPECT_LT(e_probs, kTolerance);
-  EXPECT_LT(e_dense, kTolerance);
-  EXPECT_LT(e_sparse, kTolerance);
+  EXPECT_LT(e_dense, kStepTolerance);
+  EXPECT_LT(e_sparse, kStepTolerance);
   EXPECT_EQ(gpu.blocks, cpu.blocks);
   EXPECT_EQ(cpu.blocks.size(), model.GradBlocks().size());
 }

@@ -155,15 +155,20 @@ TEST(SumPoolTest, PoolsPerSlotAndScattersBack) {
   EXPECT_EQ(grads, (std::vector<float>{0, 1, 1, 0, 9, 9, 0, 2, 2}));
 }
 
-// The whole model: sparse-row and dense gradients of the summed loss.
-void CheckModel(CtrKind kind) {
+// 3 fields x 2, MLP 4-3, 2 cross layers (DCN-v2).
+CtrModelOptions SmallModel(CtrKind kind) {
   CtrModelOptions o;
   o.kind = kind;
   o.fields = 3;
   o.embedding_dim = 2;
   o.hidden = {4, 3};
   o.cross_layers = 2;
-  CtrModel model(o);
+  return o;
+}
+
+// The whole model: sparse-row and dense gradients of the summed loss.
+void CheckModel(CtrKind kind) {
+  CtrModel model(SmallModel(kind));
   std::mt19937 rng(4);
   Batch batch;
   batch.Clear();
@@ -211,13 +216,7 @@ TEST(CtrModelTest, DcnV2Gradients) { CheckModel(CtrKind::kDcnV2); }
 // The per-layer hook: every dense weight in one block, blocks reported in
 // order, each once, and already final when reported.
 void CheckGradReady(CtrKind kind) {
-  CtrModelOptions o;
-  o.kind = kind;
-  o.fields = 3;
-  o.embedding_dim = 2;
-  o.hidden = {4, 3};
-  o.cross_layers = 2;
-  CtrModel model(o);
+  CtrModel model(SmallModel(kind));
   const std::vector<CtrModel::GradBlock> blocks = model.GradBlocks();
   std::vector<int> covered(model.dense_size(), 0);
   for (const CtrModel::GradBlock& b : blocks) {
