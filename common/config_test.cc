@@ -140,7 +140,7 @@ TEST(ConfigTest, UnknownNestedKey) {
   EXPECT_EQ(ParseError("model:\n  type: FM\n  embeding_dim: 4\n"),
             "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
             "(expected one of: type, embedding_dim, hidden, cross_layers, "
-            "dense_optimizer, num_fields)");
+            "dense_optimizer, num_fields, dense_device)");
 }
 
 TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {
