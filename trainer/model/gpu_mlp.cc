@@ -5,10 +5,11 @@
 //
 // cuBLAS is loaded with dlopen on first use, not linked: every process of
 // the system links this library, and only GPU trainers need cuBLAS's
-// ~700 MB. It also has to stay out of the other processes: with
-// libcublasLt loaded, civetweb (the metrics server) fails to start
-// ("null context when constructing CivetServer"; seen with CUDA 13.0 and
-// Debian's civetweb 1.15; cause not established).
+// ~600 MB. It also has to stay out of the other processes: with
+// libcublasLt linked in (or LD_PRELOADed), civetweb (the metrics server)
+// fails to start ("null context when constructing CivetServer"; CUDA 13.0,
+// Debian's civetweb 1.15; cause not established). Loaded later with dlopen,
+// as here, it does not disturb a server started before it or after it.
 #include "trainer/model/gpu_mlp.h"
 
 #include <cublas_v2.h>
