@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "trainer/model/dense_optimizer.h"
+#include "trainer/model/model_io.h"
 
 namespace sampan {
 
@@ -51,6 +52,8 @@ class DenseParams {
   // Scales `grads` by `scale`, reduces them through the DenseSync and
   // applies one optimizer step. `grads` is clobbered.
   absl::Status Apply(float* grads, float scale);
+  // The weights with the optimizer's state, for model_io.h.
+  DenseModelState State() const;
 
  private:
   const size_t size_;

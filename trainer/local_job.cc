@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/model_export.h"
 #include "trainer/report.h"
 
 namespace sampan {
@@ -50,6 +51,10 @@ DenseRule RuleOf(OptimizerType t) {
 }
 
 }  // namespace
+
+DataFileFormat DataFormatOf(const JobConfig& config) {
+  return FormatOf(config.data().format());
+}
 
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   const OptimizerConfig& t = c.table().optimizer();
@@ -116,9 +121,16 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   }
   // Ten points on the report's curves.
   o->eval_every = std::max<uint64_t>(1, train->size() * o->epochs / 10);
+  o->export_dir = ModelDir(c);
   absl::StatusOr<LocalTrainResult> r =
       TrainLocal(*train, test->size() > 0 ? &*test : nullptr, *o);
   if (!r.ok()) return r.status();
+  ModelManifest manifest;
+  manifest.min_feature_count =
+      c.data().min_feature_count() > 1 ? c.data().min_feature_count() : 0;
+  if (absl::Status s = FinishModelDir(o->export_dir, c, manifest); !s.ok()) {
+    return s;
+  }
   const std::string line = absl::StrFormat(
       "test AUC %.4f  logloss %.4f  COPC %.3f  on %d held-out rows; trained "
       "%d examples at %.0f examples/s",
@@ -135,7 +147,7 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   const std::string report = absl::StrCat(c.output_dir(), "/report.html");
-  std::printf("report: %s\n", report.c_str());
+  std::printf("model: %s\nreport: %s\n", o->export_dir.c_str(), report.c_str());
   return WriteReport(report, absl::StrCat(c.name(), ": train-local"),
                      {{"trainer 0", r->curve}});
 }

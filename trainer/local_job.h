@@ -3,7 +3,8 @@
 // on data.test_files[0] or, without one, on the last
 // data.holdout_fraction of the training file. Prints the test metrics and
 // writes them to <output_dir>/result.txt like `sampan run`, and the curves
-// (ten test evaluations during training) to <output_dir>/report.html.
+// (ten test evaluations during training) to <output_dir>/report.html, and
+// exports the model to <output_dir>/model (model_export.h) for `sampan eval`.
 #ifndef SAMPAN_TRAINER_LOCAL_JOB_H_
 #define SAMPAN_TRAINER_LOCAL_JOB_H_
 
@@ -15,6 +16,9 @@ namespace sampan {
 
 // The local-training options a job config asks for.
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& config);
+
+// The format data.format names.
+DataFileFormat DataFormatOf(const JobConfig& config);
 
 absl::Status TrainLocalJob(const JobConfig& config);
 

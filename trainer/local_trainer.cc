@@ -7,11 +7,14 @@
 #include <random>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "trainer/batch_keys.h"
 #include "trainer/dense_sync.h"
 #include "trainer/model/fm.h"
+#include "trainer/model/model_io.h"
+#include "trainer/model_export.h"
 
 namespace sampan {
 namespace {
@@ -61,6 +64,9 @@ class LocalTrainer {
       AddPointLocked(result.test);
     }
     result.curve = curve_;
+    if (!options_.export_dir.empty()) {
+      if (absl::Status s = Export(); !s.ok()) return s;
+    }
     return result;
   }
 
@@ -183,6 +189,22 @@ class LocalTrainer {
       labels.insert(labels.end(), w.batch.labels.begin(), w.batch.labels.end());
     }
     return Evaluate(probs, labels);
+  }
+
+  // Every sign trained on (and the bias) as read without creating rows, so
+  // that scoring the export equals EvaluateTest.
+  absl::Status Export() {
+    absl::flat_hash_set<uint64_t> seen(train_.signs.begin(),
+                                       train_.signs.end());
+    seen.insert(kBiasSign);
+    const std::string& dir = options_.export_dir;
+    absl::Status s = ExportSparsePart(
+        dir, 0, std::vector<uint64_t>(seen.begin(), seen.end()),
+        model_.row_dim(), [this](absl::Span<const uint64_t> keys, float* out) {
+          return table_->Pull(keys, false, out);
+        });
+    if (!s.ok()) return s;
+    return SaveDenseModel(DenseModelPath(dir), model_, dense_->State());
   }
 
   void Fail(const absl::Status& s) {

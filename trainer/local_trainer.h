@@ -15,6 +15,7 @@
 #define SAMPAN_TRAINER_LOCAL_TRAINER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,10 @@ struct LocalTrainOptions {
   uint64_t seed = 1;
   // Score the test set every this many training examples; 0: at the end only.
   uint64_t eval_every = 0;
+  // When set, the trained model is exported here (model_export.h: part 0 of
+  // the sparse rows, every training sign's; dense.bin). The caller writes
+  // the manifest (FinishModelDir).
+  std::string export_dir;
 };
 
 // One point of the training curve.

@@ -24,6 +24,9 @@
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/fm.h"
+#include "trainer/model/model_io.h"
+#include "trainer/model_export.h"
+#include "trainer/part_export.h"
 
 namespace sampan {
 namespace {
@@ -149,6 +152,7 @@ class Trainer {
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
                                     rank_);
     }
+    if (status.ok()) status = Export();
     if (status.ok() && rank_ == 0) status = Evaluate();
     finished_.store(true);
     stop_.Notify();
@@ -317,6 +321,32 @@ class Trainer {
     SAMPAN_LOG(INFO) << "trainer " << rank_ << ": dense weights hash " << line
                      << " after " << dense_->steps() << " steps";
     return absl::OkStatus();
+  }
+
+  // After the "trained" barrier; see part_export.h.
+  absl::Status Export() {
+    const int trainers = config_.cluster().num_trainers();
+    absl::Status s =
+        ExportTrainerPart(config_, rank_, model_.row_dim(),
+                          [this](absl::Span<const uint64_t> keys, float* out) {
+                            return ps_->Pull(keys, false, out);
+                          });
+    if (s.ok() && rank_ == 0) s = SaveDense();
+    if (s.ok()) s = coordinator_.Barrier("exported", trainers, rank_);
+    if (s.ok() && rank_ == 0) {
+      ModelManifest manifest;
+      manifest.sparse_parts = trainers;
+      s = FinishModelDir(ModelDir(config_), config_, manifest);
+    }
+    return s;
+  }
+
+  absl::Status SaveDense() {
+    const std::string path = DenseModelPath(ModelDir(config_));
+    if (deep_) return SaveDenseModel(path, *ctr_, dense_->State());
+    absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
+    if (!o.ok()) return o.status();
+    return SaveDenseModel(path, CtrModel(o->model), DenseModelState());
   }
 
   absl::Status Evaluate() {

@@ -8,8 +8,9 @@
 // model state of their own; the pservers apply pushes as they arrive.
 //
 // After the last epoch every trainer flushes its pushes and meets the others
-// at a barrier; rank 0 then evaluates on the test files (pulls without
-// creating rows) and writes <output_dir>/result.txt.
+// at a barrier; each exports its share of the model to <output_dir>/model
+// (trainer/part_export.h), and rank 0 then evaluates on the test files
+// (pulls without creating rows) and writes <output_dir>/result.txt.
 //
 // Deep models (DNN, Wide&Deep, DeepFM, DCN-v2) train in hybrid mode
 // instead: one step loop per trainer, sparse rows as above, dense weights

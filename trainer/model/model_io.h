@@ -8,7 +8,7 @@
 // version, another model kind, or the first dense block whose shape differs
 // from the model it is loaded into.
 //
-// File layout (little-endian), format version 1:
+// File layout (little-endian; the container is checked_file.h), version 1:
 //   "SAMPDNS\0"  u32 version  u64 body_bytes  u32 crc32(body)  body
 //   body: u32 kind  u32 fields  u32 embedding_dim
 //         u32 blocks, each: u32 name_bytes, name, u32 rows, u32 cols
