@@ -92,7 +92,16 @@ absl::Status ValidateModel(const ModelConfig& m) {
         absl::StrCat("must be in [1, 1024] for ", ModelType_Name(m.type()),
                      ", got ", m.embedding_dim()));
   }
-  if (m.type() == LR || m.type() == FM) return absl::OkStatus();
+  if (m.type() == LR || m.type() == FM) {
+    if (m.mode() == ModelConfig::HYBRID || m.mode() == ModelConfig::SYNC) {
+      return Invalid(
+          "model.mode",
+          absl::StrCat(ModelConfig::Mode_Name(m.mode()),
+                       " needs dense weights; ", ModelType_Name(m.type()),
+                       " trains ASYNC (leave mode unset)"));
+    }
+    return absl::OkStatus();
+  }
   for (int i = 0; i < m.hidden_size(); ++i) {
     if (m.hidden(i) < 1 || m.hidden(i) > 65536) {
       return Invalid(absl::StrCat("model.hidden[", i, "]"),

@@ -140,7 +140,17 @@ TEST(ConfigTest, UnknownNestedKey) {
   EXPECT_EQ(ParseError("model:\n  type: FM\n  embeding_dim: 4\n"),
             "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
             "(expected one of: type, embedding_dim, hidden, cross_layers, "
-            "dense_optimizer, num_fields)");
+            "dense_optimizer, num_fields, mode)");
+}
+
+TEST(ConfigTest, ModeNeedsDenseWeights) {
+  EXPECT_EQ(ParseError("name: x\noutput_dir: /tmp/x\nmodel: {type: FM, mode: "
+                       "SYNC}\n"),
+            "job.yaml: model.mode: SYNC needs dense weights; FM trains ASYNC "
+            "(leave mode unset)");
+  EXPECT_EQ(ParseError("name: x\noutput_dir: /tmp/x\nmodel: {type: DEEPFM, "
+                       "mode: ASYNC}\n"),
+            "");
 }
 
 TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {

@@ -11,7 +11,9 @@
 //   hybrid                 -- not through this seam: `sampan run` keeps the
 //                             weights in trainer/hybrid_dense.h (one step
 //                             loop per rank, allreduce of every step);
-//   sync/async (later)     -- a barrier per step, or dense rows on the PS.
+//   sync / async           -- `sampan run` model.mode SYNC (hybrid plus a
+//                             push flush before every allreduce) and ASYNC
+//                             (dense rows on the PS, trainer/async_dense.h).
 #ifndef SAMPAN_TRAINER_DENSE_SYNC_H_
 #define SAMPAN_TRAINER_DENSE_SYNC_H_
 

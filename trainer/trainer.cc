@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/security.h"
 #include "coordinator/client.h"
+#include "trainer/async_dense.h"
 #include "trainer/batch_keys.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
@@ -135,7 +136,8 @@ class Trainer {
         model_(config.model().type() == LR ? 0
                                            : config.model().embedding_dim()),
         input_(config, rank),
-        deep_(config.model().type() != LR && config.model().type() != FM) {}
+        deep_(config.model().type() != LR && config.model().type() != FM),
+        sync_(config.model().mode() == ModelConfig::SYNC) {}
 
   absl::Status Run() {
     if (config_.data().format() != CRITEO_TSV) {
@@ -151,6 +153,9 @@ class Trainer {
     if (status.ok()) {
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
                                     rank_);
+    }
+    if (status.ok() && async_ != nullptr && rank_ == 0) {
+      status = PullFinalDense();
     }
     if (status.ok()) status = Export();
     if (status.ok() && rank_ == 0) status = Evaluate();
@@ -246,6 +251,7 @@ class Trainer {
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     ctr_ = std::make_unique<CtrModel>(o->model);
+    if (config_.model().mode() == ModelConfig::ASYNC) return TrainAsync();
     HybridDenseOptions h;
     h.coordinator_address = coordinator_.address();
     h.rank = rank_;
@@ -294,6 +300,9 @@ class Trainer {
                           s.probs.data(), &ws);
         s.CountShowsAndClicks();
         step_status = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
+        // SYNC: this step's rows are applied before the allreduce below
+        // lets any rank pull for the next one.
+        if (sync_ && step_status.ok()) step_status = ps_->Flush();
         Account(s, loss);
       }
       // Even a rank that failed takes part in this step, so that the others
@@ -304,10 +313,73 @@ class Trainer {
       if (!*all) break;
     }
     SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << dense_->steps()
-                     << " synchronous dense steps";
+                     << " synchronous dense steps ("
+                     << (sync_ ? "SYNC" : "HYBRID") << ")";
     if (!read_status.ok()) return read_status;
     absl::MutexLock lock(&mu_);
     return error_;  // e.g. the heartbeat's
+  }
+
+  // model.mode ASYNC: threads_per_trainer Hogwild workers; the dense rows
+  // ride with every batch's pull and push (trainer/async_dense.h).
+  absl::Status TrainAsync() {
+    async_ = std::make_unique<AsyncDense>(*ctr_, model_.row_dim());
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
+                     << " dense weights in " << async_->keys().size()
+                     << " pserver rows";
+    std::vector<std::thread> workers;
+    for (uint32_t t = 0; t < config_.cluster().threads_per_trainer(); ++t) {
+      workers.emplace_back([this] { Fail(AsyncLoop()); });
+    }
+    for (std::thread& w : workers) w.join();
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+
+  absl::Status AsyncLoop() {
+    Scratch s;
+    CtrModel::Workspace ws;
+    std::vector<float> weights(async_->size()), dense_grads;
+    const int rd = model_.row_dim();
+    absl::Status read_status;
+    while (!Failed() && input_.Next(&s.batch, &read_status)) {
+      s.Dedup();
+      const size_t sparse = s.keys.size();
+      s.keys.insert(s.keys.end(), async_->keys().begin(), async_->keys().end());
+      s.rows.resize(s.keys.size() * rd);
+      absl::Status st = ps_->Pull(s.keys, true, s.rows.data());
+      if (!st.ok()) return st;
+      async_->Weights(s.rows.data() + sparse * rd, weights.data());
+      s.grads.assign(s.rows.size(), 0.0f);
+      dense_grads.assign(weights.size(), 0.0f);
+      s.probs.resize(s.batch.size());
+      const double loss =
+          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), weights.data(),
+                     s.grads.data(), dense_grads.data(), s.probs.data(), &ws);
+      // The per-example mean, as the hybrid step applies.
+      async_->GradRows(dense_grads.data(), 1.0f / s.batch.size(),
+                       s.grads.data() + sparse * rd);
+      s.CountShowsAndClicks();
+      std::fill(s.shows.begin() + sparse, s.shows.end(), s.batch.size());
+      st = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
+      Account(s, loss);
+      if (!st.ok()) return st;
+    }
+    return read_status;
+  }
+
+  // ASYNC, after the "trained" barrier: the weights the pservers ended with.
+  absl::Status PullFinalDense() {
+    std::vector<float> rows(async_->keys().size() * model_.row_dim());
+    absl::Status s = ps_->Pull(async_->keys(), false, rows.data());
+    if (!s.ok()) return s;
+    final_dense_.resize(async_->size());
+    async_->Weights(rows.data(), final_dense_.data());
+    return absl::OkStatus();
+  }
+
+  const float* DenseWeights() const {
+    return async_ != nullptr ? final_dense_.data() : dense_->weights();
   }
 
   absl::Status WriteDenseHash(uint64_t hash) {
@@ -343,6 +415,12 @@ class Trainer {
 
   absl::Status SaveDense() {
     const std::string path = DenseModelPath(ModelDir(config_));
+    if (async_ != nullptr) {
+      // The optimizer's state lives in the pservers' rows.
+      DenseModelState state;
+      state.weights = final_dense_;
+      return SaveDenseModel(path, *ctr_, state);
+    }
     if (deep_) return SaveDenseModel(path, *ctr_, dense_->State());
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
@@ -363,8 +441,8 @@ class Trainer {
         if (!st.ok()) return st;
         s.probs.resize(s.batch.size());
         if (deep_) {
-          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(),
-                     dense_->weights(), nullptr, nullptr, s.probs.data(), &ws);
+          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), DenseWeights(),
+                     nullptr, nullptr, s.probs.data(), &ws);
         } else {
           model_.Step(s.batch, s.row_of_sign, 0, s.rows.data(), nullptr,
                       s.probs.data());
@@ -455,6 +533,9 @@ class Trainer {
   const bool deep_;
   std::unique_ptr<CtrModel> ctr_;
   std::unique_ptr<HybridDense> dense_;
+  const bool sync_;
+  std::unique_ptr<AsyncDense> async_;  // ASYNC only
+  std::vector<float> final_dense_;     // ASYNC, rank 0, after training
   std::unique_ptr<PsClient> ps_;
   absl::Notification stop_;
   std::atomic<bool> finished_{false};
