@@ -228,6 +228,14 @@ absl::Status ValidateData(const DataConfig& d) {
         "data.max_bad_fraction",
         absl::StrCat("must be in [0, 1], got ", d.max_bad_fraction()));
   }
+  if (d.integer_features() >= DataConfig::LOG_DENSE &&
+      d.format() != CRITEO_TSV && d.format() != CRITEO_TSV_UNLABELED) {
+    return Invalid(
+        "data.integer_features",
+        absl::StrCat(DataConfig::IntegerFeatures_Name(d.integer_features()),
+                     " needs a Criteo format, got ",
+                     DataFormat_Name(d.format())));
+  }
   return FirstError({
       AtLeast("data.batch_size", d.batch_size(), 1),
       AtLeast("data.epochs", d.epochs(), 1),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end suite for model export and `sampan eval MODEL DATA`:
-#   1. train-local DeepFM (rare signs merged, min_feature_count 2) and LR
+#   1. train-local DeepFM (rare signs merged, min_feature_count 2, integer
+#      fields as buckets and dense log inputs) and LR
 #      export <output_dir>/model; eval on the test file prints the AUC,
 #      logloss, COPC and rows of the trainer's own test evaluation;
 #   2. `sampan run` DeepFM (hybrid) and FM with 2 trainers export one sparse
@@ -53,7 +54,8 @@ YAML
 }
 
 # 1. Local.
-write_local deepfm "type: DEEPFM" "min_feature_count: 2,"
+write_local deepfm "type: DEEPFM" \
+  "min_feature_count: 2, integer_features: BUCKETS_AND_LOG_DENSE,"
 "$SAMPAN" train-local "$TMP/deepfm.yaml" >/dev/null 2>&1 \
   || fail "train-local deepfm failed"
 same_metrics "local deepfm" "$TMP/deepfm/model" "$TMP/data/test.tsv" \

@@ -82,9 +82,7 @@ absl::StatusOr<EvalMetrics> EvaluateExportedModel(
   SAMPAN_LOG(INFO) << "eval: " << model_dir << ": " << sparse->index.size()
                    << " sparse rows, " << dense->weights.size()
                    << " dense weights; reading " << data_path;
-  LoadOptions load;
-  load.format = DataFormatOf(config);
-  load.max_bad_fraction = config.data().max_bad_fraction();
+  const LoadOptions load = LoadOptionsFromJob(config);
   absl::StatusOr<Dataset> data = LoadDataset(data_path, load);
   if (!data.ok()) return data.status();
   if (data->size() == 0) {

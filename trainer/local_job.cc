@@ -52,8 +52,14 @@ DenseRule RuleOf(OptimizerType t) {
 
 }  // namespace
 
-DataFileFormat DataFormatOf(const JobConfig& config) {
-  return FormatOf(config.data().format());
+LoadOptions LoadOptionsFromJob(const JobConfig& config) {
+  const DataConfig& d = config.data();
+  LoadOptions load;
+  load.format = FormatOf(d.format());
+  load.max_bad_fraction = d.max_bad_fraction();
+  load.int_buckets = d.integer_features() != DataConfig::LOG_DENSE;
+  load.int_log_dense = d.integer_features() >= DataConfig::LOG_DENSE;
+  return load;
 }
 
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
@@ -70,6 +76,10 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   o.model.embedding_dim = c.model().embedding_dim();
   o.model.hidden.assign(c.model().hidden().begin(), c.model().hidden().end());
   o.model.cross_layers = c.model().cross_layers();
+  const LoadOptions load = LoadOptionsFromJob(c);
+  const bool criteo = load.format == DataFileFormat::kCriteo ||
+                      load.format == DataFileFormat::kCriteoUnlabeled;
+  o.model.dense_inputs = criteo && load.int_log_dense ? kCriteoIntFields : 0;
   o.table.num_shards = c.table().num_shards();
   o.table.rule = t.type() == SGD    ? OptimizerRule::kSgd
                  : t.type() == ADAM ? OptimizerRule::kAdam
@@ -102,9 +112,7 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   if (c.data().train_files_size() == 0) {
     return absl::InvalidArgumentError("train-local: data.train_files is empty");
   }
-  LoadOptions load;
-  load.format = FormatOf(c.data().format());
-  load.max_bad_fraction = c.data().max_bad_fraction();
+  LoadOptions load = LoadOptionsFromJob(c);
   const bool holdout = c.data().test_files_size() == 0;
   if (holdout) load.end_fraction = 1 - c.data().holdout_fraction();
   absl::StatusOr<Dataset> train = LoadDataset(c.data().train_files(0), load);

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "proto/job.pb.h"
+#include "trainer/data/criteo_reader.h"
 #include "trainer/local_trainer.h"
 
 namespace sampan {
@@ -17,8 +18,8 @@ namespace sampan {
 // The local-training options a job config asks for.
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& config);
 
-// The format data.format names.
-DataFileFormat DataFormatOf(const JobConfig& config);
+// How to load the job's data files: format, integer features, bad rows.
+LoadOptions LoadOptionsFromJob(const JobConfig& config);
 
 absl::Status TrainLocalJob(const JobConfig& config);
 

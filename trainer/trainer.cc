@@ -145,6 +145,11 @@ class Trainer {
           "`sampan run` reads CRITEO_TSV; use `sampan train-local` for "
           "other formats");
     }
+    if (config_.data().integer_features() >= DataConfig::LOG_DENSE) {
+      return absl::UnimplementedError(
+          "`sampan run` feeds integer fields as BUCKETS only; "
+          "data.integer_features LOG_DENSE needs `sampan train-local`");
+    }
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
     absl::Status status = deep_ ? TrainDeep() : Train();

@@ -8,9 +8,11 @@ CtrModel::CtrModel(const CtrModelOptions& options)
     : kind_(options.kind),
       fields_(options.fields),
       dim_(options.kind == CtrKind::kLr ? 0 : options.embedding_dim),
+      dense_inputs_(options.dense_inputs),
       seed_(options.seed) {
+  if (dense_inputs_ > 0) dense_wide_.emplace_back(dense_inputs_, 1, &layout_);
   if (!deep()) return;
-  const int width = fields_ * dim_;
+  const int width = fields_ * dim_ + dense_inputs_;
   if (kind_ == CtrKind::kDcnV2) {
     for (int l = 0; l < options.cross_layers; ++l) {
       cross_.emplace_back(width, &layout_);
@@ -26,13 +28,22 @@ CtrModel::CtrModel(const CtrModelOptions& options)
 
 void CtrModel::InitDense(float* dense) const {
   std::mt19937 rng(seed_);
+  // The linear term of the dense inputs starts at zero: its inputs reach
+  // ~15 (log of counts), so a Glorot start would swamp the logit.
+  for (const Linear& l : dense_wide_) {
+    std::fill(dense, dense + size_t(l.in()) * l.out() + l.out(), 0.0f);
+  }
   for (const CrossLayer& c : cross_) c.Init(&rng, dense);
   for (const Linear& l : mlp_) l.Init(&rng, dense);
 }
 
 std::vector<DenseBlock> CtrModel::DenseBlocks() const {
   std::vector<DenseBlock> blocks;
-  const int width = fields_ * dim_;
+  if (dense_inputs_ > 0) {
+    blocks.push_back({"dense_wide.W", dense_inputs_, 1});
+    blocks.push_back({"dense_wide.b", 1, 1});
+  }
+  const int width = fields_ * dim_ + dense_inputs_;
   for (size_t l = 0; l < cross_.size(); ++l) {
     const std::string name = "cross" + std::to_string(l);
     blocks.push_back({name + ".W", width, width});
@@ -47,18 +58,27 @@ std::vector<DenseBlock> CtrModel::DenseBlocks() const {
 }
 
 double CtrModel::DenseMacsPerExample() const {
-  const double width = double(fields_) * dim_;
+  const double width = double(fields_) * dim_ + dense_inputs_;
   double macs = cross_.size() * width * width;
   for (const Linear& l : mlp_) macs += double(l.in()) * l.out();
   return macs;
 }
 
-void CtrModel::DeepForward(const float* dense, Workspace* ws) const {
+void CtrModel::ConcatDense(const Batch& batch, Workspace* ws) const {
+  const Eigen::Index n = ws->e.rows(), width = ws->e.cols();
+  ws->x0.resize(n, width + dense_inputs_);
+  ws->x0.leftCols(width) = ws->e;
+  ws->x0.rightCols(dense_inputs_) =
+      ConstMatMap(batch.dense.data(), n, dense_inputs_);
+}
+
+void CtrModel::DeepForward(const float* dense, const Mat& x0,
+                           Workspace* ws) const {
   ws->x.resize(cross_.size() + 1);
   ws->u.resize(cross_.size());
-  ws->x[0] = ws->e;
+  ws->x[0] = x0;
   for (size_t l = 0; l < cross_.size(); ++l) {
-    cross_[l].Forward(dense, ws->e, ws->x[l], &ws->u[l], &ws->x[l + 1]);
+    cross_[l].Forward(dense, x0, ws->x[l], &ws->u[l], &ws->x[l + 1]);
   }
   ws->h.resize(mlp_.size() + 1);
   ws->h[0] = ws->x.back();
@@ -70,7 +90,7 @@ void CtrModel::DeepForward(const float* dense, Workspace* ws) const {
 }
 
 void CtrModel::DeepBackward(const float* dense, float* dense_grads,
-                            Workspace* ws) const {
+                            const Mat& x0, Mat* dx0, Workspace* ws) const {
   ws->dh = ws->dlogits;
   for (size_t k = mlp_.size(); k-- > 0;) {
     if (k + 1 < mlp_.size()) ReluBackward(ws->h[k + 1], &ws->dh);
@@ -78,11 +98,11 @@ void CtrModel::DeepBackward(const float* dense, float* dense_grads,
     ws->dh.swap(ws->dprev);
   }
   for (size_t l = cross_.size(); l-- > 0;) {
-    cross_[l].Backward(dense, ws->e, ws->x[l], ws->u[l], ws->dh, dense_grads,
-                       &ws->de, &ws->dprev);
+    cross_[l].Backward(dense, x0, ws->x[l], ws->u[l], ws->dh, dense_grads, dx0,
+                       &ws->dprev);
     ws->dh.swap(ws->dprev);
   }
-  ws->de += ws->dh;
+  *dx0 += ws->dh;
 }
 
 double CtrModel::Step(const Batch& batch,
@@ -106,12 +126,19 @@ double CtrModel::Step(const Batch& batch,
     }
   }
   const FmInteraction interaction(fields_, dim_);
+  const bool concat = dense_inputs_ > 0 && deep();
   if (dim_ > 0) SumPoolForward(pool, rows, rd, fields_, dim_, &ws->e);
+  if (dense_inputs_ > 0) {
+    const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
+    dense_wide_[0].Forward(dense, d, &ws->wide_out);
+    ws->logits += ws->wide_out;
+  }
   if (fm()) {
     interaction.Forward(ws->e, &ws->fm_sum, &ws->fm_out);
     ws->logits += ws->fm_out;
   }
-  if (deep()) DeepForward(dense, ws);
+  if (concat) ConcatDense(batch, ws);
+  if (deep()) DeepForward(dense, concat ? ws->x0 : ws->e, ws);
   const double loss =
       SigmoidCrossEntropy(ws->logits, batch.labels.data(), probs, &ws->dlogits);
   if (sparse_grads == nullptr) return loss;
@@ -127,10 +154,21 @@ double CtrModel::Step(const Batch& batch,
     }
     sparse_grads[size_t(bias_row) * rd] += total;
   }
+  if (dense_inputs_ > 0) {
+    const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
+    dense_wide_[0].Backward(dense, d, ws->dlogits, dense_grads, nullptr);
+  }
   if (dim_ == 0) return loss;
-  ws->de.setZero(n, size_t(fields_) * dim_);
+  const Eigen::Index width = Eigen::Index(fields_) * dim_;
+  ws->de.setZero(n, width);
   if (fm()) interaction.Backward(ws->e, ws->fm_sum, ws->dlogits, &ws->de);
-  if (deep()) DeepBackward(dense, dense_grads, ws);
+  if (concat) {
+    ws->dx0.setZero(n, width + dense_inputs_);
+    DeepBackward(dense, dense_grads, ws->x0, &ws->dx0, ws);
+    ws->de += ws->dx0.leftCols(width);
+  } else if (deep()) {
+    DeepBackward(dense, dense_grads, ws->e, &ws->de, ws);
+  }
   SumPoolBackward(pool, ws->de, rd, fields_, dim_, sparse_grads);
   return loss;
 }

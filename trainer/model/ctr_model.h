@@ -4,8 +4,10 @@
 //   wide   = w_bias + sum_j w_j                  (LR, FM, Wide&Deep, DeepFM,
 //                                                 DCN-v2)
 //   e      = per-field sum of the rows' v        (B x fields*dim)
+//   x0     = [e, d] with d the batch's dense inputs (when dense_inputs > 0;
+//            they also add a linear term d w_d + b_d to the logit)
 //   fm     = FmInteraction(e)                    (FM, DeepFM)
-//   deep   = MLP(cross^L(e)) -> 1                (DNN, Wide&Deep, DeepFM; with
+//   deep   = MLP(cross^L(x0)) -> 1               (DNN, Wide&Deep, DeepFM; with
 //                                                 L cross layers for DCN-v2)
 //   logit  = wide + fm + deep
 //
@@ -40,6 +42,10 @@ struct CtrModelOptions {
   std::vector<int> hidden = {400, 400, 400};
   // DCN-v2 cross layers before the MLP.
   int cross_layers = 3;
+  // Dense inputs per example (Batch::dense), e.g. Criteo's 13 log-scaled
+  // integers: a linear term for every model, and beside the embeddings as
+  // input to the cross layers / MLP of deep models.
+  int dense_inputs = 0;
   // Seeds the dense weights' initialisation.
   uint64_t seed = 1;
 };
@@ -73,6 +79,7 @@ class CtrModel {
   // Per-thread activations, reused across steps.
   struct Workspace {
     Mat e, de, fm_sum, fm_out, logits, dlogits, dh, dprev;
+    Mat x0, dx0, wide_out;  // [e, dense] and its gradient; d w_d + b_d
     std::vector<Mat> x, u;  // cross layer inputs and x W + b
     std::vector<Mat> h;     // MLP layer inputs; h.back() the last hidden
   };
@@ -91,16 +98,21 @@ class CtrModel {
   bool wide() const { return kind_ != CtrKind::kDnn; }
   bool fm() const { return kind_ == CtrKind::kFm || kind_ == CtrKind::kDeepFm; }
   bool deep() const { return kind_ != CtrKind::kLr && kind_ != CtrKind::kFm; }
-  void DeepForward(const float* dense, Workspace* ws) const;
-  void DeepBackward(const float* dense, float* dense_grads,
-                    Workspace* ws) const;
+  // On ws->x0 (which is ws->e without dense inputs); DeepBackward
+  // accumulates d x0 into *dx0.
+  void DeepForward(const float* dense, const Mat& x0, Workspace* ws) const;
+  void DeepBackward(const float* dense, float* dense_grads, const Mat& x0,
+                    Mat* dx0, Workspace* ws) const;
+  // Fills ws->x0 = [e, batch.dense] (dense inputs only).
+  void ConcatDense(const Batch& batch, Workspace* ws) const;
 
   CtrKind kind_;
-  int fields_, dim_;
+  int fields_, dim_, dense_inputs_;
   uint64_t seed_;
   ParamLayout layout_;
   std::vector<CrossLayer> cross_;
-  std::vector<Linear> mlp_;  // hidden layers, then the 1-wide output
+  std::vector<Linear> mlp_;         // hidden layers, then the 1-wide output
+  std::vector<Linear> dense_wide_;  // d w_d + b_d when dense_inputs > 0
 };
 
 }  // namespace sampan

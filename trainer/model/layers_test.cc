@@ -155,9 +155,11 @@ TEST(SumPoolTest, PoolsPerSlotAndScattersBack) {
 }
 
 // The whole model: sparse-row and dense gradients of the summed loss.
-void CheckModel(CtrKind kind) {
+// With dense_inputs > 0 every example also carries that many dense inputs.
+void CheckModel(CtrKind kind, int dense_inputs = 0) {
   CtrModelOptions o;
   o.kind = kind;
+  o.dense_inputs = dense_inputs;
   o.fields = 3;
   o.embedding_dim = 2;
   o.hidden = {4, 3};
@@ -178,7 +180,9 @@ void CheckModel(CtrKind kind) {
     }
     batch.offsets.push_back(batch.signs.size());
     batch.labels.push_back(i % 2);
+    for (int d = 0; d < dense_inputs; ++d) batch.dense.push_back(0.3f * d - i);
   }
+  batch.dense_dim = dense_inputs;
   const int rd = model.row_dim();
   std::uniform_real_distribution<float> u(-0.5, 0.5);
   std::vector<float> rows(5 * rd), sgrads(5 * rd, 0.0f);
@@ -206,6 +210,13 @@ TEST(CtrModelTest, DnnGradients) { CheckModel(CtrKind::kDnn); }
 TEST(CtrModelTest, WideDeepGradients) { CheckModel(CtrKind::kWideDeep); }
 TEST(CtrModelTest, DeepFmGradients) { CheckModel(CtrKind::kDeepFm); }
 TEST(CtrModelTest, DcnV2Gradients) { CheckModel(CtrKind::kDcnV2); }
+TEST(CtrModelTest, DenseInputGradients) {
+  for (CtrKind k : {CtrKind::kLr, CtrKind::kFm, CtrKind::kDnn, CtrKind::kDeepFm,
+                    CtrKind::kDcnV2}) {
+    SCOPED_TRACE(int(k));
+    CheckModel(k, 3);
+  }
+}
 
 TEST(CtrModelTest, DenseSizeCountsEveryLayer) {
   CtrModelOptions o;
