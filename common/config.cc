@@ -100,7 +100,26 @@ absl::Status ValidateModel(const ModelConfig& m) {
                        " needs dense weights; ", ModelType_Name(m.type()),
                        " trains ASYNC (leave mode unset)"));
     }
+    if (m.field_embedding_dims_size() > 0) {
+      return Invalid(
+          "model.field_embedding_dims",
+          absl::StrCat("deep models only; ", ModelType_Name(m.type()),
+                       " uses embedding_dim for every field"));
+    }
     return absl::OkStatus();
+  }
+  for (int i = 0; i < m.field_embedding_dims_size(); ++i) {
+    const uint32_t d = m.field_embedding_dims(i);
+    if (d > m.embedding_dim() ||
+        (m.type() == DEEPFM && d != 0 && d != m.embedding_dim())) {
+      return Invalid(
+          absl::StrCat("model.field_embedding_dims[", i, "]"),
+          m.type() == DEEPFM
+              ? absl::StrCat("DEEPFM's FM term needs one width: 0 or ",
+                             m.embedding_dim(), ", got ", d)
+              : absl::StrCat("must be <= embedding_dim ", m.embedding_dim(),
+                             ", got ", d));
+    }
   }
   for (int i = 0; i < m.hidden_size(); ++i) {
     if (m.hidden(i) < 1 || m.hidden(i) > 65536) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end suite for model export and `sampan eval MODEL DATA`:
 #   1. train-local DeepFM (rare signs merged, min_feature_count 2, integer
-#      fields as buckets and dense log inputs) and LR
+#      fields as buckets and dense log inputs), DCN-v2 with per-field
+#      embedding widths, and LR
 #      export <output_dir>/model; eval on the test file prints the AUC,
 #      logloss, COPC and rows of the trainer's own test evaluation;
 #   2. `sampan run` DeepFM (hybrid) and FM with 2 trainers export one sparse
@@ -60,6 +61,11 @@ write_local deepfm "type: DEEPFM" \
   || fail "train-local deepfm failed"
 same_metrics "local deepfm" "$TMP/deepfm/model" "$TMP/data/test.tsv" \
   "$TMP/deepfm/result.txt"
+write_local dcn "type: DCN_V2, cross_layers: 2, field_embedding_dims: [2, 4, 0, 8]" ""
+"$SAMPAN" train-local "$TMP/dcn.yaml" >/dev/null 2>&1 \
+  || fail "train-local dcn failed"
+same_metrics "local dcn, per-field widths" "$TMP/dcn/model" "$TMP/data/test.tsv" \
+  "$TMP/dcn/result.txt"
 write_local lr "type: LR" ""
 "$SAMPAN" train-local "$TMP/lr.yaml" >/dev/null 2>&1 \
   || fail "train-local lr failed"

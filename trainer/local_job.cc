@@ -76,6 +76,13 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   o.model.embedding_dim = c.model().embedding_dim();
   o.model.hidden.assign(c.model().hidden().begin(), c.model().hidden().end());
   o.model.cross_layers = c.model().cross_layers();
+  o.model.field_dims.assign(c.model().field_embedding_dims().begin(),
+                            c.model().field_embedding_dims().end());
+  if (int(o.model.field_dims.size()) > o.model.fields) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.field_embedding_dims has ", o.model.field_dims.size(),
+        " entries, the model has ", o.model.fields, " fields"));
+  }
   const LoadOptions load = LoadOptionsFromJob(c);
   const bool criteo = load.format == DataFileFormat::kCriteo ||
                       load.format == DataFileFormat::kCriteoUnlabeled;

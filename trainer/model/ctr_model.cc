@@ -3,16 +3,39 @@
 #include <random>
 
 namespace sampan {
+namespace {
+
+// field_dims entries override dim (0 or missing: dim).
+FieldWidths Widths(const CtrModelOptions& o, int fields, int dim) {
+  FieldWidths w = UniformWidths(fields, dim);
+  // The FM interaction needs one width (config validation says so).
+  if (dim == 0 || o.kind == CtrKind::kFm || o.kind == CtrKind::kDeepFm) {
+    return w;
+  }
+  w.width = 0;
+  for (int f = 0; f < fields; ++f) {
+    const int d = f < int(o.field_dims.size()) && o.field_dims[f] > 0
+                      ? o.field_dims[f]
+                      : dim;
+    w.dims[f] = d;
+    w.offsets[f] = w.width;
+    w.width += d;
+  }
+  return w;
+}
+
+}  // namespace
 
 CtrModel::CtrModel(const CtrModelOptions& options)
     : kind_(options.kind),
       fields_(options.fields),
       dim_(options.kind == CtrKind::kLr ? 0 : options.embedding_dim),
       dense_inputs_(options.dense_inputs),
-      seed_(options.seed) {
+      seed_(options.seed),
+      widths_(Widths(options, fields_, dim_)) {
   if (dense_inputs_ > 0) dense_wide_.emplace_back(dense_inputs_, 1, &layout_);
   if (!deep()) return;
-  const int width = fields_ * dim_ + dense_inputs_;
+  const int width = widths_.width + dense_inputs_;
   if (kind_ == CtrKind::kDcnV2) {
     for (int l = 0; l < options.cross_layers; ++l) {
       cross_.emplace_back(width, &layout_);
@@ -43,7 +66,7 @@ std::vector<DenseBlock> CtrModel::DenseBlocks() const {
     blocks.push_back({"dense_wide.W", dense_inputs_, 1});
     blocks.push_back({"dense_wide.b", 1, 1});
   }
-  const int width = fields_ * dim_ + dense_inputs_;
+  const int width = widths_.width + dense_inputs_;
   for (size_t l = 0; l < cross_.size(); ++l) {
     const std::string name = "cross" + std::to_string(l);
     blocks.push_back({name + ".W", width, width});
@@ -58,7 +81,7 @@ std::vector<DenseBlock> CtrModel::DenseBlocks() const {
 }
 
 double CtrModel::DenseMacsPerExample() const {
-  const double width = double(fields_) * dim_ + dense_inputs_;
+  const double width = double(widths_.width) + dense_inputs_;
   double macs = cross_.size() * width * width;
   for (const Linear& l : mlp_) macs += double(l.in()) * l.out();
   return macs;
@@ -127,7 +150,7 @@ double CtrModel::Step(const Batch& batch,
   }
   const FmInteraction interaction(fields_, dim_);
   const bool concat = dense_inputs_ > 0 && deep();
-  if (dim_ > 0) SumPoolForward(pool, rows, rd, fields_, dim_, &ws->e);
+  if (dim_ > 0) SumPoolForward(pool, rows, rd, widths_, &ws->e);
   if (dense_inputs_ > 0) {
     const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
     dense_wide_[0].Forward(dense, d, &ws->wide_out);
@@ -159,7 +182,7 @@ double CtrModel::Step(const Batch& batch,
     dense_wide_[0].Backward(dense, d, ws->dlogits, dense_grads, nullptr);
   }
   if (dim_ == 0) return loss;
-  const Eigen::Index width = Eigen::Index(fields_) * dim_;
+  const Eigen::Index width = widths_.width;
   ws->de.setZero(n, width);
   if (fm()) interaction.Backward(ws->e, ws->fm_sum, ws->dlogits, &ws->de);
   if (concat) {
@@ -169,7 +192,7 @@ double CtrModel::Step(const Batch& batch,
   } else if (deep()) {
     DeepBackward(dense, dense_grads, ws->e, &ws->de, ws);
   }
-  SumPoolBackward(pool, ws->de, rd, fields_, dim_, sparse_grads);
+  SumPoolBackward(pool, ws->de, rd, widths_, sparse_grads);
   return loss;
 }
 

@@ -36,8 +36,13 @@ struct CtrModelOptions {
   CtrKind kind = CtrKind::kDeepFm;
   // Number of fields (slots 1..fields); Criteo has 39.
   int fields = 39;
-  // Embedding width per field (ignored by LR).
+  // Embedding width per field (ignored by LR): the table's row width.
   int embedding_dim = 8;
+  // Per-field widths (field f = slot f + 1) <= embedding_dim: field f uses
+  // the first field_dims[f] floats of its rows' v. Empty, short or 0 entries
+  // mean embedding_dim. Not for FM / DeepFM (their interaction needs one
+  // width); the caller checks that.
+  std::vector<int> field_dims;
   // Widths of the MLP's hidden ReLU layers (deep models only).
   std::vector<int> hidden = {400, 400, 400};
   // DCN-v2 cross layers before the MLP.
@@ -109,6 +114,7 @@ class CtrModel {
   CtrKind kind_;
   int fields_, dim_, dense_inputs_;
   uint64_t seed_;
+  FieldWidths widths_;  // e's per-field columns
   ParamLayout layout_;
   std::vector<CrossLayer> cross_;
   std::vector<Linear> mlp_;         // hidden layers, then the 1-wide output

@@ -156,10 +156,12 @@ TEST(SumPoolTest, PoolsPerSlotAndScattersBack) {
 
 // The whole model: sparse-row and dense gradients of the summed loss.
 // With dense_inputs > 0 every example also carries that many dense inputs.
-void CheckModel(CtrKind kind, int dense_inputs = 0) {
+void CheckModel(CtrKind kind, int dense_inputs = 0,
+                std::vector<int> field_dims = {}) {
   CtrModelOptions o;
   o.kind = kind;
   o.dense_inputs = dense_inputs;
+  o.field_dims = std::move(field_dims);
   o.fields = 3;
   o.embedding_dim = 2;
   o.hidden = {4, 3};
@@ -210,6 +212,21 @@ TEST(CtrModelTest, DnnGradients) { CheckModel(CtrKind::kDnn); }
 TEST(CtrModelTest, WideDeepGradients) { CheckModel(CtrKind::kWideDeep); }
 TEST(CtrModelTest, DeepFmGradients) { CheckModel(CtrKind::kDeepFm); }
 TEST(CtrModelTest, DcnV2Gradients) { CheckModel(CtrKind::kDcnV2); }
+TEST(CtrModelTest, PerFieldWidthGradients) {
+  for (CtrKind k : {CtrKind::kDnn, CtrKind::kWideDeep, CtrKind::kDcnV2}) {
+    SCOPED_TRACE(int(k));
+    CheckModel(k, 0, {1, 0, 2});
+    CheckModel(k, 2, {2, 1});
+  }
+  CtrModelOptions o;
+  o.kind = CtrKind::kDnn;
+  o.fields = 3;
+  o.embedding_dim = 4;
+  o.hidden = {5};
+  o.field_dims = {1, 2};  // the third field keeps 4
+  EXPECT_EQ(CtrModel(o).DenseBlocks()[0].rows, 1 + 2 + 4);
+}
+
 TEST(CtrModelTest, DenseInputGradients) {
   for (CtrKind k : {CtrKind::kLr, CtrKind::kFm, CtrKind::kDnn, CtrKind::kDeepFm,
                     CtrKind::kDcnV2}) {
