@@ -255,6 +255,11 @@ absl::Status ValidateData(const DataConfig& d) {
                      " needs a Criteo format, got ",
                      DataFormat_Name(d.format())));
   }
+  if (!(d.validation_fraction() >= 0 && d.validation_fraction() < 1)) {
+    return Invalid(
+        "data.validation_fraction",
+        absl::StrCat("must be in [0, 1), got ", d.validation_fraction()));
+  }
   return FirstError({
       AtLeast("data.batch_size", d.batch_size(), 1),
       AtLeast("data.epochs", d.epochs(), 1),

@@ -50,6 +50,36 @@ DenseRule RuleOf(OptimizerType t) {
   return DenseRule::kAdam;
 }
 
+// Moves the last data.validation_fraction of `train`'s examples into the
+// returned set (empty when the fraction is 0).
+absl::StatusOr<Dataset> CarveValidation(const JobConfig& c, Dataset* train) {
+  Dataset v;
+  v.dense_dim = train->dense_dim;
+  const double f = c.data().validation_fraction();
+  if (f <= 0) return v;
+  if (f >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.validation_fraction must be in [0, 1), got ", f));
+  }
+  const size_t keep = train->size() - size_t(f * train->size());
+  std::vector<uint32_t> index(train->size() - keep);
+  for (size_t i = 0; i < index.size(); ++i) index[i] = uint32_t(keep + i);
+  Batch b;
+  train->Gather(index.data(), index.size(), &b);
+  v.labels = b.labels;
+  v.offsets = b.offsets;
+  v.signs = b.signs;
+  v.slots = b.slots;
+  v.dense = b.dense;
+  const uint32_t end = train->offsets[keep];
+  train->labels.resize(keep);
+  train->offsets.resize(keep + 1);
+  train->signs.resize(end);
+  train->slots.resize(end);
+  train->dense.resize(keep * size_t(train->dense_dim));
+  return v;
+}
+
 }  // namespace
 
 LoadOptions LoadOptionsFromJob(const JobConfig& config) {
@@ -131,8 +161,12 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   absl::StatusOr<Dataset> test = LoadDataset(
       holdout ? c.data().train_files(0) : c.data().test_files(0), load);
   if (!test.ok()) return test.status();
+  absl::StatusOr<Dataset> validation = CarveValidation(c, &*train);
+  if (!validation.ok()) return validation.status();
+  if (validation->size() > 0) o->validation = &*validation;
   if (c.data().min_feature_count() > 1) {
-    MergeRareSigns(c.data().min_feature_count(), &*train, {&*test});
+    MergeRareSigns(c.data().min_feature_count(), &*train,
+                   {&*test, &*validation});
   }
   // Ten points on the report's curves.
   o->eval_every = std::max<uint64_t>(1, train->size() * o->epochs / 10);

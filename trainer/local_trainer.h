@@ -45,6 +45,10 @@ struct LocalTrainOptions {
   // the sparse rows, every training sign's; dense.bin). The caller writes
   // the manifest (FinishModelDir).
   std::string export_dir;
+  // When set, scored after every epoch; training stops after the first
+  // epoch that does not raise its AUC (early stopping; the weights of that
+  // last epoch are kept). Carve it from the training data, never the test.
+  const Dataset* validation = nullptr;
 };
 
 // One point of the training curve.
@@ -65,6 +69,8 @@ struct LocalTrainResult {
   double examples_per_second = 0;
   double train_loss = 0;  // mean over all training examples
   std::vector<CurvePoint> curve;
+  // Per finished epoch, with options.validation.
+  std::vector<double> validation_auc;
 };
 
 // Trains on `train` and scores `test` (may be null).
