@@ -7,7 +7,9 @@
 //     [--holdout=0.1] [--epochs=1] [--threads=2] [--batch=1024] [--dim=8]
 //     [--hidden=400,400,400] [--cross=3] [--lr=0.05] [--dense_lr=0.001]
 //     [--rule=adagrad|adam|ftrl|sgd] [--l2=0] [--l1=0] [--init=0.01] [--seed=1]
-//     [--min_count=0] [--gemm]
+//     [--min_count=0] [--int=buckets|log|both] [--gemm]
+// --int: Criteo's integer fields as bucket signs, dense log(1 + x) inputs,
+// or both (data.integer_features).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -69,10 +71,10 @@ double GemmFlops() {
 int Main(int argc, char** argv) {
   auto flags = Flags::Parse(
       argc, argv, 1,
-      {"data",  "format", "model",     "holdout", "epochs",   "threads",
-       "batch", "dim",    "hidden",    "cross",   "lr",       "dense_lr",
-       "l2",    "init",   "seed",      "gemm",    "dense_l2", "min_count",
-       "rule",  "l1",     "test_first"});
+      {"data",  "format", "model",      "holdout", "epochs",   "threads",
+       "batch", "dim",    "hidden",     "cross",   "lr",       "dense_lr",
+       "l2",    "init",   "seed",       "gemm",    "dense_l2", "min_count",
+       "rule",  "l1",     "test_first", "int"});
   if (!flags.ok() || !flags->Has("data")) {
     std::fprintf(stderr, "usage: model_train_bench --data=FILE ...\n");
     return 2;
@@ -81,6 +83,9 @@ int Main(int argc, char** argv) {
   LoadOptions load;
   load.format = f.Get("format", "criteo") == "avazu" ? DataFileFormat::kAvazu
                                                      : DataFileFormat::kCriteo;
+  const std::string ints = f.Get("int", "buckets");
+  load.int_buckets = ints != "log";
+  load.int_log_dense = ints == "log" || ints == "both";
   // The test set is the file's last `holdout` lines (or, with --test_first,
   // its first: a second split to check the tail is not unusual).
   const double holdout = Num(f, "holdout", 0.1);
@@ -113,6 +118,7 @@ int Main(int argc, char** argv) {
     if (absl::SimpleAtoi(h, &v)) o.model.hidden.push_back(v);
   }
   o.model.cross_layers = Num(f, "cross", 3);
+  o.model.dense_inputs = train->dense_dim;
   o.model.seed = Num(f, "seed", 1);
   o.table.learning_rate = Num(f, "lr", 0.05);
   o.table.l2 = Num(f, "l2", 0);

@@ -28,6 +28,7 @@
 #include "pserver/pserver.h"
 #include "sparse_table/job_options.h"
 #include "trainer/data/synthetic.h"
+#include "trainer/eval_job.h"
 #include "trainer/local_job.h"
 #include "trainer/trainer.h"
 
@@ -45,6 +46,9 @@ commands:
   train-local JOB.yaml    train the job's model (any type, incl. DNN,
                           WIDE_DEEP, DEEPFM, DCN_V2) in this process with an
                           in-memory table; prints test AUC, logloss, COPC
+  eval MODEL DATA          score an exported model (<output_dir>/model of a
+                          finished run or train-local) on a data file of
+                          its format; prints AUC, logloss, COPC and rows
   gen-data --out=DIR [--rows=N] [--seed=S] [--test_fraction=F]
                           write Criteo-shaped synthetic data from a planted
                           model (train.tsv, test.tsv, test.planted)
@@ -326,6 +330,18 @@ int TrainLocalMain(int argc, char** argv) {
   return s.ok() ? 0 : Fail(s);
 }
 
+int EvalMain(int argc, char** argv) {
+  if (argc != 4) {
+    return ConfigError(
+        absl::InvalidArgumentError("usage: sampan eval MODEL_DIR DATA_FILE"));
+  }
+  absl::StatusOr<EvalMetrics> m = EvaluateExportedModel(argv[2], argv[3]);
+  if (!m.ok()) return Fail(m.status());
+  std::cout << absl::StrFormat("AUC %.6f  logloss %.6f  COPC %.4f  rows %d\n",
+                               m->auc, m->logloss, m->copc, m->rows);
+  return 0;
+}
+
 int GenDataMain(int argc, char** argv) {
   absl::StatusOr<Flags> flags =
       Flags::Parse(argc, argv, 2, {"out", "rows", "seed", "test_fraction"});
@@ -359,6 +375,7 @@ int main(int argc, char** argv) {
   if (command == "run") return RunMain(argc, argv);
   if (command == "validate") return ValidateMain(argc, argv);
   if (command == "train-local") return TrainLocalMain(argc, argv);
+  if (command == "eval") return EvalMain(argc, argv);
   if (command == "gen-data") return GenDataMain(argc, argv);
   if (command == "render") return RenderMain(argc, argv);
   if (command == "submit") return SubmitMain(argc, argv);

@@ -92,7 +92,35 @@ absl::Status ValidateModel(const ModelConfig& m) {
         absl::StrCat("must be in [1, 1024] for ", ModelType_Name(m.type()),
                      ", got ", m.embedding_dim()));
   }
-  if (m.type() == LR || m.type() == FM) return absl::OkStatus();
+  if (m.type() == LR || m.type() == FM) {
+    if (m.mode() == ModelConfig::HYBRID || m.mode() == ModelConfig::SYNC) {
+      return Invalid(
+          "model.mode",
+          absl::StrCat(ModelConfig::Mode_Name(m.mode()),
+                       " needs dense weights; ", ModelType_Name(m.type()),
+                       " trains ASYNC (leave mode unset)"));
+    }
+    if (m.field_embedding_dims_size() > 0) {
+      return Invalid(
+          "model.field_embedding_dims",
+          absl::StrCat("deep models only; ", ModelType_Name(m.type()),
+                       " uses embedding_dim for every field"));
+    }
+    return absl::OkStatus();
+  }
+  for (int i = 0; i < m.field_embedding_dims_size(); ++i) {
+    const uint32_t d = m.field_embedding_dims(i);
+    if (d > m.embedding_dim() ||
+        (m.type() == DEEPFM && d != 0 && d != m.embedding_dim())) {
+      return Invalid(
+          absl::StrCat("model.field_embedding_dims[", i, "]"),
+          m.type() == DEEPFM
+              ? absl::StrCat("DEEPFM's FM term needs one width: 0 or ",
+                             m.embedding_dim(), ", got ", d)
+              : absl::StrCat("must be <= embedding_dim ", m.embedding_dim(),
+                             ", got ", d));
+    }
+  }
   for (int i = 0; i < m.hidden_size(); ++i) {
     if (m.hidden(i) < 1 || m.hidden(i) > 65536) {
       return Invalid(absl::StrCat("model.hidden[", i, "]"),
@@ -218,6 +246,19 @@ absl::Status ValidateData(const DataConfig& d) {
     return Invalid(
         "data.max_bad_fraction",
         absl::StrCat("must be in [0, 1], got ", d.max_bad_fraction()));
+  }
+  if (d.integer_features() >= DataConfig::LOG_DENSE &&
+      d.format() != CRITEO_TSV && d.format() != CRITEO_TSV_UNLABELED) {
+    return Invalid(
+        "data.integer_features",
+        absl::StrCat(DataConfig::IntegerFeatures_Name(d.integer_features()),
+                     " needs a Criteo format, got ",
+                     DataFormat_Name(d.format())));
+  }
+  if (!(d.validation_fraction() >= 0 && d.validation_fraction() < 1)) {
+    return Invalid(
+        "data.validation_fraction",
+        absl::StrCat("must be in [0, 1), got ", d.validation_fraction()));
   }
   return FirstError({
       AtLeast("data.batch_size", d.batch_size(), 1),

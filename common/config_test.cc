@@ -137,10 +137,36 @@ TEST(ConfigTest, UnknownTopLevelKey) {
 }
 
 TEST(ConfigTest, UnknownNestedKey) {
-  EXPECT_EQ(ParseError("model:\n  type: FM\n  embeding_dim: 4\n"),
-            "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
-            "(expected one of: type, embedding_dim, hidden, cross_layers, "
-            "dense_optimizer, num_fields, dense_device)");
+  EXPECT_EQ(
+      ParseError("model:\n  type: FM\n  embeding_dim: 4\n"),
+      "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
+      "(expected one of: type, embedding_dim, hidden, cross_layers, "
+      "dense_optimizer, num_fields, mode, field_embedding_dims, dense_device)");
+}
+
+TEST(ConfigTest, FieldEmbeddingDims) {
+  const std::string head = "name: x\noutput_dir: /tmp/x\nmodel: {";
+  EXPECT_EQ(ParseError(head + "type: DCN_V2, embedding_dim: 8, "
+                              "field_embedding_dims: [4, 0, 8]}\n"),
+            "");
+  EXPECT_EQ(ParseError(head + "type: DNN, embedding_dim: 8, "
+                              "field_embedding_dims: [4, 9]}\n"),
+            "job.yaml: model.field_embedding_dims[1]: must be <= "
+            "embedding_dim 8, got 9");
+  EXPECT_EQ(ParseError(head + "type: DEEPFM, embedding_dim: 8, "
+                              "field_embedding_dims: [4]}\n"),
+            "job.yaml: model.field_embedding_dims[0]: DEEPFM's FM term needs "
+            "one width: 0 or 8, got 4");
+}
+
+TEST(ConfigTest, ModeNeedsDenseWeights) {
+  EXPECT_EQ(ParseError("name: x\noutput_dir: /tmp/x\nmodel: {type: FM, mode: "
+                       "SYNC}\n"),
+            "job.yaml: model.mode: SYNC needs dense weights; FM trains ASYNC "
+            "(leave mode unset)");
+  EXPECT_EQ(ParseError("name: x\noutput_dir: /tmp/x\nmodel: {type: DEEPFM, "
+                       "mode: ASYNC}\n"),
+            "");
 }
 
 TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {

@@ -39,4 +39,9 @@ absl::Status DenseParams::Apply(float* grads, float scale) {
   return absl::OkStatus();
 }
 
+DenseModelState DenseParams::State() const {
+  absl::MutexLock lock(&mu_);
+  return {weights_, optimizer_->State()};
+}
+
 }  // namespace sampan

@@ -11,7 +11,9 @@
 //   hybrid                 -- not through this seam: `sampan run` keeps the
 //                             weights in trainer/hybrid_dense.h (one step
 //                             loop per rank, allreduce of every step);
-//   sync/async (later)     -- a barrier per step, or dense rows on the PS.
+//   sync / async           -- `sampan run` model.mode SYNC (hybrid plus a
+//                             push flush before every allreduce) and ASYNC
+//                             (dense rows on the PS, trainer/async_dense.h).
 #ifndef SAMPAN_TRAINER_DENSE_SYNC_H_
 #define SAMPAN_TRAINER_DENSE_SYNC_H_
 
@@ -23,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "trainer/model/dense_optimizer.h"
+#include "trainer/model/model_io.h"
 
 namespace sampan {
 
@@ -51,6 +54,8 @@ class DenseParams {
   // Scales `grads` by `scale`, reduces them through the DenseSync and
   // applies one optimizer step. `grads` is clobbered.
   absl::Status Apply(float* grads, float scale);
+  // The weights with the optimizer's state, for model_io.h.
+  DenseModelState State() const;
 
  private:
   const size_t size_;

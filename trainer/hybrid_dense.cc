@@ -116,6 +116,10 @@ absl::StatusOr<bool> HybridDense::Step() {
   return true;
 }
 
+DenseModelState HybridDense::State() const {
+  return {std::vector<float>(weights_, weights_ + n_), optimizer_->State()};
+}
+
 absl::StatusOr<uint64_t> HybridDense::Finish() {
   if (absl::Status s = CheckHash(); !s.ok()) return s;
   return Hash();

@@ -45,6 +45,7 @@
 #include "collective/dense_allreducer.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/dense_optimizer.h"
+#include "trainer/model/model_io.h"
 
 namespace sampan {
 
@@ -104,6 +105,8 @@ class HybridDense {
   absl::StatusOr<uint64_t> Finish();
 
   uint64_t steps() const { return steps_; }
+  // The weights with the optimizer's state, for model_io.h.
+  DenseModelState State() const;
   // FNV-1a over the weights' bytes.
   uint64_t Hash() const;
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/model_export.h"
 #include "trainer/report.h"
 
 namespace sampan {
@@ -49,7 +50,47 @@ DenseRule RuleOf(OptimizerType t) {
   return DenseRule::kAdam;
 }
 
+// Moves the last data.validation_fraction of `train`'s examples into the
+// returned set (empty when the fraction is 0).
+absl::StatusOr<Dataset> CarveValidation(const JobConfig& c, Dataset* train) {
+  Dataset v;
+  v.dense_dim = train->dense_dim;
+  const double f = c.data().validation_fraction();
+  if (f <= 0) return v;
+  if (f >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.validation_fraction must be in [0, 1), got ", f));
+  }
+  const size_t keep = train->size() - size_t(f * train->size());
+  std::vector<uint32_t> index(train->size() - keep);
+  for (size_t i = 0; i < index.size(); ++i) index[i] = uint32_t(keep + i);
+  Batch b;
+  train->Gather(index.data(), index.size(), &b);
+  v.labels = b.labels;
+  v.offsets = b.offsets;
+  v.signs = b.signs;
+  v.slots = b.slots;
+  v.dense = b.dense;
+  const uint32_t end = train->offsets[keep];
+  train->labels.resize(keep);
+  train->offsets.resize(keep + 1);
+  train->signs.resize(end);
+  train->slots.resize(end);
+  train->dense.resize(keep * size_t(train->dense_dim));
+  return v;
+}
+
 }  // namespace
+
+LoadOptions LoadOptionsFromJob(const JobConfig& config) {
+  const DataConfig& d = config.data();
+  LoadOptions load;
+  load.format = FormatOf(d.format());
+  load.max_bad_fraction = d.max_bad_fraction();
+  load.int_buckets = d.integer_features() != DataConfig::LOG_DENSE;
+  load.int_log_dense = d.integer_features() >= DataConfig::LOG_DENSE;
+  return load;
+}
 
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   const OptimizerConfig& t = c.table().optimizer();
@@ -65,6 +106,17 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   o.model.embedding_dim = c.model().embedding_dim();
   o.model.hidden.assign(c.model().hidden().begin(), c.model().hidden().end());
   o.model.cross_layers = c.model().cross_layers();
+  o.model.field_dims.assign(c.model().field_embedding_dims().begin(),
+                            c.model().field_embedding_dims().end());
+  if (int(o.model.field_dims.size()) > o.model.fields) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.field_embedding_dims has ", o.model.field_dims.size(),
+        " entries, the model has ", o.model.fields, " fields"));
+  }
+  const LoadOptions load = LoadOptionsFromJob(c);
+  const bool criteo = load.format == DataFileFormat::kCriteo ||
+                      load.format == DataFileFormat::kCriteoUnlabeled;
+  o.model.dense_inputs = criteo && load.int_log_dense ? kCriteoIntFields : 0;
   o.table.num_shards = c.table().num_shards();
   o.table.rule = t.type() == SGD    ? OptimizerRule::kSgd
                  : t.type() == ADAM ? OptimizerRule::kAdam
@@ -97,9 +149,7 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   if (c.data().train_files_size() == 0) {
     return absl::InvalidArgumentError("train-local: data.train_files is empty");
   }
-  LoadOptions load;
-  load.format = FormatOf(c.data().format());
-  load.max_bad_fraction = c.data().max_bad_fraction();
+  LoadOptions load = LoadOptionsFromJob(c);
   const bool holdout = c.data().test_files_size() == 0;
   if (holdout) load.end_fraction = 1 - c.data().holdout_fraction();
   absl::StatusOr<Dataset> train = LoadDataset(c.data().train_files(0), load);
@@ -111,14 +161,25 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   absl::StatusOr<Dataset> test = LoadDataset(
       holdout ? c.data().train_files(0) : c.data().test_files(0), load);
   if (!test.ok()) return test.status();
+  absl::StatusOr<Dataset> validation = CarveValidation(c, &*train);
+  if (!validation.ok()) return validation.status();
+  if (validation->size() > 0) o->validation = &*validation;
   if (c.data().min_feature_count() > 1) {
-    MergeRareSigns(c.data().min_feature_count(), &*train, {&*test});
+    MergeRareSigns(c.data().min_feature_count(), &*train,
+                   {&*test, &*validation});
   }
   // Ten points on the report's curves.
   o->eval_every = std::max<uint64_t>(1, train->size() * o->epochs / 10);
+  o->export_dir = ModelDir(c);
   absl::StatusOr<LocalTrainResult> r =
       TrainLocal(*train, test->size() > 0 ? &*test : nullptr, *o);
   if (!r.ok()) return r.status();
+  ModelManifest manifest;
+  manifest.min_feature_count =
+      c.data().min_feature_count() > 1 ? c.data().min_feature_count() : 0;
+  if (absl::Status s = FinishModelDir(o->export_dir, c, manifest); !s.ok()) {
+    return s;
+  }
   const std::string line = absl::StrFormat(
       "test AUC %.4f  logloss %.4f  COPC %.3f  on %d held-out rows; trained "
       "%d examples at %.0f examples/s",
@@ -135,7 +196,7 @@ absl::Status TrainLocalJob(const JobConfig& c) {
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   const std::string report = absl::StrCat(c.output_dir(), "/report.html");
-  std::printf("report: %s\n", report.c_str());
+  std::printf("model: %s\nreport: %s\n", o->export_dir.c_str(), report.c_str());
   return WriteReport(report, absl::StrCat(c.name(), ": train-local"),
                      {{"trainer 0", r->curve}});
 }

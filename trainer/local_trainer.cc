@@ -7,11 +7,16 @@
 #include <random>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "trainer/batch_keys.h"
 #include "trainer/dense_sync.h"
 #include "trainer/model/fm.h"
+#include "trainer/model/model_io.h"
+#include "trainer/model_export.h"
 
 namespace sampan {
 namespace {
@@ -61,6 +66,10 @@ class LocalTrainer {
       AddPointLocked(result.test);
     }
     result.curve = curve_;
+    result.validation_auc = validation_auc_;
+    if (!options_.export_dir.empty()) {
+      if (absl::Status s = Export(); !s.ok()) return s;
+    }
     return result;
   }
 
@@ -122,17 +131,23 @@ class LocalTrainer {
 
   // Counts a trained batch; scores the test set when a mark is crossed.
   absl::Status Account(size_t n, double loss) {
-    bool evaluate = false;
+    bool evaluate = false, validate = false;
     {
       absl::MutexLock lock(&mu_);
       examples_ += n;
       loss_sum_ += loss;
+      if (options_.validation != nullptr && train_.size() > 0 &&
+          examples_ / train_.size() > validation_auc_.size()) {
+        validation_auc_.push_back(0);  // claims this epoch's validation
+        validate = true;
+      }
       const uint64_t every = options_.eval_every;
       if (every > 0 && test_ != nullptr && examples_ / every > marks_) {
         marks_ = examples_ / every;
         evaluate = true;
       }
     }
+    if (validate) Validate();
     if (!evaluate) return absl::OkStatus();
     const EvalMetrics m = EvaluateTest();
     absl::MutexLock lock(&mu_);
@@ -158,17 +173,32 @@ class LocalTrainer {
     curve_.push_back(p);
   }
 
-  EvalMetrics EvaluateTest() {
+  // Scores the validation set after an epoch; stops training when its AUC
+  // did not improve on the previous epoch's.
+  void Validate() {
+    const double auc = Score(*options_.validation).auc;
+    absl::MutexLock lock(&mu_);
+    const size_t epoch = validation_auc_.size();
+    validation_auc_.back() = auc;
+    const bool worse = epoch > 1 && auc <= validation_auc_[epoch - 2];
+    SAMPAN_LOG(INFO) << absl::StrFormat(
+        "epoch %d: validation AUC %.4f on %d rows%s", epoch, auc,
+        options_.validation->size(), worse ? "; stopping early" : "");
+    if (worse) next_.store(order_.size());
+  }
+
+  EvalMetrics EvaluateTest() { return Score(*test_); }
+
+  EvalMetrics Score(const Dataset& data) {
     Worker w;
     w.dense.resize(model_.dense_size());
     if (!w.dense.empty()) dense_->Snapshot(w.dense.data());
     std::vector<float> probs, labels;
     std::vector<uint32_t> index(options_.batch_size);
-    for (size_t begin = 0; begin < test_->size();
-         begin += options_.batch_size) {
-      const size_t n = std::min(options_.batch_size, test_->size() - begin);
+    for (size_t begin = 0; begin < data.size(); begin += options_.batch_size) {
+      const size_t n = std::min(options_.batch_size, data.size() - begin);
       std::iota(index.begin(), index.begin() + n, uint32_t(begin));
-      test_->Gather(index.data(), n, &w.batch);
+      data.Gather(index.data(), n, &w.batch);
       w.Dedup();
       w.rows.resize(w.keys.size() * model_.row_dim());
       if (absl::Status s = table_->Pull(w.keys, false, w.rows.data());
@@ -183,6 +213,22 @@ class LocalTrainer {
       labels.insert(labels.end(), w.batch.labels.begin(), w.batch.labels.end());
     }
     return Evaluate(probs, labels);
+  }
+
+  // Every sign trained on (and the bias) as read without creating rows, so
+  // that scoring the export equals EvaluateTest.
+  absl::Status Export() {
+    absl::flat_hash_set<uint64_t> seen(train_.signs.begin(),
+                                       train_.signs.end());
+    seen.insert(kBiasSign);
+    const std::string& dir = options_.export_dir;
+    absl::Status s = ExportSparsePart(
+        dir, 0, std::vector<uint64_t>(seen.begin(), seen.end()),
+        model_.row_dim(), [this](absl::Span<const uint64_t> keys, float* out) {
+          return table_->Pull(keys, false, out);
+        });
+    if (!s.ok()) return s;
+    return SaveDenseModel(DenseModelPath(dir), model_, dense_->State());
   }
 
   void Fail(const absl::Status& s) {
@@ -214,6 +260,7 @@ class LocalTrainer {
   double last_loss_ ABSL_GUARDED_BY(mu_) = 0;
   double last_seconds_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<CurvePoint> curve_ ABSL_GUARDED_BY(mu_);
+  std::vector<double> validation_auc_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -15,6 +15,7 @@
 #define SAMPAN_TRAINER_LOCAL_TRAINER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,14 @@ struct LocalTrainOptions {
   uint64_t seed = 1;
   // Score the test set every this many training examples; 0: at the end only.
   uint64_t eval_every = 0;
+  // When set, the trained model is exported here (model_export.h: part 0 of
+  // the sparse rows, every training sign's; dense.bin). The caller writes
+  // the manifest (FinishModelDir).
+  std::string export_dir;
+  // When set, scored after every epoch; training stops after the first
+  // epoch that does not raise its AUC (early stopping; the weights of that
+  // last epoch are kept). Carve it from the training data, never the test.
+  const Dataset* validation = nullptr;
 };
 
 // One point of the training curve.
@@ -60,6 +69,8 @@ struct LocalTrainResult {
   double examples_per_second = 0;
   double train_loss = 0;  // mean over all training examples
   std::vector<CurvePoint> curve;
+  // Per finished epoch, with options.validation.
+  std::vector<double> validation_auc;
 };
 
 // Trains on `train` and scores `test` (may be null).

@@ -73,6 +73,26 @@ TEST(LocalTrainerTest, DnnAndWideDeepLearnTheInteraction) {
   EXPECT_GT(Train(CtrKind::kWideDeep).test.auc, 0.85);
 }
 
+TEST(LocalTrainerTest, StopsWhenValidationAucStopsRising) {
+  // LR cannot learn XOR, so its validation AUC stalls within a few epochs.
+  const Dataset train = XorData(20000, 1), validation = XorData(2000, 3);
+  LocalTrainOptions o;
+  o.model.kind = CtrKind::kLr;
+  o.model.fields = 2;
+  o.threads = 1;  // deterministic
+  o.batch_size = 64;
+  o.epochs = 8;
+  o.validation = &validation;
+  auto r = TrainLocal(train, nullptr, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<double>& auc = r->validation_auc;
+  ASSERT_GE(auc.size(), 2u);
+  ASSERT_LT(auc.size(), 8u) << "never stopped early";
+  EXPECT_LE(auc.back(), auc[auc.size() - 2]);
+  for (size_t e = 1; e + 1 < auc.size(); ++e) EXPECT_GT(auc[e], auc[e - 1]);
+  EXPECT_LT(r->examples, 8u * train.size());
+}
+
 TEST(LocalTrainerTest, RejectsDataWithoutSlots) {
   Dataset d = XorData(10, 3);
   d.slots.clear();

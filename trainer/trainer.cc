@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/security.h"
 #include "coordinator/client.h"
+#include "trainer/async_dense.h"
 #include "trainer/batch_keys.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
@@ -25,6 +26,9 @@
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/fm.h"
 #include "trainer/model/gpu_mlp.h"
+#include "trainer/model/model_io.h"
+#include "trainer/model_export.h"
+#include "trainer/part_export.h"
 
 namespace sampan {
 namespace {
@@ -133,13 +137,19 @@ class Trainer {
         model_(config.model().type() == LR ? 0
                                            : config.model().embedding_dim()),
         input_(config, rank),
-        deep_(config.model().type() != LR && config.model().type() != FM) {}
+        deep_(config.model().type() != LR && config.model().type() != FM),
+        sync_(config.model().mode() == ModelConfig::SYNC) {}
 
   absl::Status Run() {
     if (config_.data().format() != CRITEO_TSV) {
       return absl::UnimplementedError(
           "`sampan run` reads CRITEO_TSV; use `sampan train-local` for "
           "other formats");
+    }
+    if (config_.data().integer_features() >= DataConfig::LOG_DENSE) {
+      return absl::UnimplementedError(
+          "`sampan run` feeds integer fields as BUCKETS only; "
+          "data.integer_features LOG_DENSE needs `sampan train-local`");
     }
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
@@ -150,6 +160,10 @@ class Trainer {
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
                                     rank_);
     }
+    if (status.ok() && async_ != nullptr && rank_ == 0) {
+      status = PullFinalDense();
+    }
+    if (status.ok()) status = Export();
     if (status.ok() && rank_ == 0) status = Evaluate();
     finished_.store(true);
     stop_.Notify();
@@ -243,6 +257,7 @@ class Trainer {
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     ctr_ = std::make_unique<CtrModel>(o->model);
+    if (config_.model().mode() == ModelConfig::ASYNC) return TrainAsync();
     if (absl::Status g = PlaceDenseTower(); !g.ok()) return g;
     HybridDenseOptions h;
     h.coordinator_address = coordinator_.address();
@@ -305,12 +320,17 @@ class Trainer {
       if (trained) {
         s.grads.assign(s.rows.size(), 0.0f);
         s.probs.resize(s.batch.size());
-        // Each layer's allreduce starts as backward finishes it.
+        // Each layer's allreduce starts as backward finishes it, except in
+        // SYNC, whose barrier is that no bucket is reduced before the flush.
         loss = ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(),
                           dense_->weights(), s.grads.data(), dense_->grads(),
-                          s.probs.data(), &ws, dense_->grad_ready());
+                          s.probs.data(), &ws,
+                          sync_ ? nullptr : dense_->grad_ready());
         s.CountShowsAndClicks();
         step_status = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
+        // SYNC: this step's rows are applied before the allreduce below
+        // lets any rank pull for the next one.
+        if (sync_ && step_status.ok()) step_status = ps_->Flush();
         Account(s, loss);
       }
       // Even a rank that failed takes part in this step, so that the others
@@ -321,10 +341,73 @@ class Trainer {
       if (!*all) break;
     }
     SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << dense_->steps()
-                     << " synchronous dense steps";
+                     << " synchronous dense steps ("
+                     << (sync_ ? "SYNC" : "HYBRID") << ")";
     if (!read_status.ok()) return read_status;
     absl::MutexLock lock(&mu_);
     return error_;  // e.g. the heartbeat's
+  }
+
+  // model.mode ASYNC: threads_per_trainer Hogwild workers; the dense rows
+  // ride with every batch's pull and push (trainer/async_dense.h).
+  absl::Status TrainAsync() {
+    async_ = std::make_unique<AsyncDense>(*ctr_, model_.row_dim());
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
+                     << " dense weights in " << async_->keys().size()
+                     << " pserver rows";
+    std::vector<std::thread> workers;
+    for (uint32_t t = 0; t < config_.cluster().threads_per_trainer(); ++t) {
+      workers.emplace_back([this] { Fail(AsyncLoop()); });
+    }
+    for (std::thread& w : workers) w.join();
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+
+  absl::Status AsyncLoop() {
+    Scratch s;
+    CtrModel::Workspace ws;
+    std::vector<float> weights(async_->size()), dense_grads;
+    const int rd = model_.row_dim();
+    absl::Status read_status;
+    while (!Failed() && input_.Next(&s.batch, &read_status)) {
+      s.Dedup();
+      const size_t sparse = s.keys.size();
+      s.keys.insert(s.keys.end(), async_->keys().begin(), async_->keys().end());
+      s.rows.resize(s.keys.size() * rd);
+      absl::Status st = ps_->Pull(s.keys, true, s.rows.data());
+      if (!st.ok()) return st;
+      async_->Weights(s.rows.data() + sparse * rd, weights.data());
+      s.grads.assign(s.rows.size(), 0.0f);
+      dense_grads.assign(weights.size(), 0.0f);
+      s.probs.resize(s.batch.size());
+      const double loss =
+          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), weights.data(),
+                     s.grads.data(), dense_grads.data(), s.probs.data(), &ws);
+      // The per-example mean, as the hybrid step applies.
+      async_->GradRows(dense_grads.data(), 1.0f / s.batch.size(),
+                       s.grads.data() + sparse * rd);
+      s.CountShowsAndClicks();
+      std::fill(s.shows.begin() + sparse, s.shows.end(), s.batch.size());
+      st = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
+      Account(s, loss);
+      if (!st.ok()) return st;
+    }
+    return read_status;
+  }
+
+  // ASYNC, after the "trained" barrier: the weights the pservers ended with.
+  absl::Status PullFinalDense() {
+    std::vector<float> rows(async_->keys().size() * model_.row_dim());
+    absl::Status s = ps_->Pull(async_->keys(), false, rows.data());
+    if (!s.ok()) return s;
+    final_dense_.resize(async_->size());
+    async_->Weights(rows.data(), final_dense_.data());
+    return absl::OkStatus();
+  }
+
+  const float* DenseWeights() const {
+    return async_ != nullptr ? final_dense_.data() : dense_->weights();
   }
 
   absl::Status WriteDenseHash(uint64_t hash) {
@@ -338,6 +421,38 @@ class Trainer {
     SAMPAN_LOG(INFO) << "trainer " << rank_ << ": dense weights hash " << line
                      << " after " << dense_->steps() << " steps";
     return absl::OkStatus();
+  }
+
+  // After the "trained" barrier; see part_export.h.
+  absl::Status Export() {
+    const int trainers = config_.cluster().num_trainers();
+    absl::Status s =
+        ExportTrainerPart(config_, rank_, model_.row_dim(),
+                          [this](absl::Span<const uint64_t> keys, float* out) {
+                            return ps_->Pull(keys, false, out);
+                          });
+    if (s.ok() && rank_ == 0) s = SaveDense();
+    if (s.ok()) s = coordinator_.Barrier("exported", trainers, rank_);
+    if (s.ok() && rank_ == 0) {
+      ModelManifest manifest;
+      manifest.sparse_parts = trainers;
+      s = FinishModelDir(ModelDir(config_), config_, manifest);
+    }
+    return s;
+  }
+
+  absl::Status SaveDense() {
+    const std::string path = DenseModelPath(ModelDir(config_));
+    if (async_ != nullptr) {
+      // The optimizer's state lives in the pservers' rows.
+      DenseModelState state;
+      state.weights = final_dense_;
+      return SaveDenseModel(path, *ctr_, state);
+    }
+    if (deep_) return SaveDenseModel(path, *ctr_, dense_->State());
+    absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
+    if (!o.ok()) return o.status();
+    return SaveDenseModel(path, CtrModel(o->model), DenseModelState());
   }
 
   absl::Status Evaluate() {
@@ -354,8 +469,8 @@ class Trainer {
         if (!st.ok()) return st;
         s.probs.resize(s.batch.size());
         if (deep_) {
-          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(),
-                     dense_->weights(), nullptr, nullptr, s.probs.data(), &ws);
+          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), DenseWeights(),
+                     nullptr, nullptr, s.probs.data(), &ws);
         } else {
           model_.Step(s.batch, s.row_of_sign, 0, s.rows.data(), nullptr,
                       s.probs.data());
@@ -447,6 +562,9 @@ class Trainer {
   std::unique_ptr<CtrModel> ctr_;
   std::unique_ptr<HybridDense> dense_;
   std::unique_ptr<GpuMlp> gpu_;  // the MLP's device, when on the GPU
+  const bool sync_;
+  std::unique_ptr<AsyncDense> async_;  // ASYNC only
+  std::vector<float> final_dense_;     // ASYNC, rank 0, after training
   std::unique_ptr<PsClient> ps_;
   absl::Notification stop_;
   std::atomic<bool> finished_{false};

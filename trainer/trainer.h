@@ -8,14 +8,19 @@
 // model state of their own; the pservers apply pushes as they arrive.
 //
 // After the last epoch every trainer flushes its pushes and meets the others
-// at a barrier; rank 0 then evaluates on the test files (pulls without
-// creating rows) and writes <output_dir>/result.txt.
+// at a barrier; each exports its share of the model to <output_dir>/model
+// (trainer/part_export.h), and rank 0 then evaluates on the test files
+// (pulls without creating rows) and writes <output_dir>/result.txt.
 //
-// Deep models (DNN, Wide&Deep, DeepFM, DCN-v2) train in hybrid mode
-// instead: one step loop per trainer, sparse rows as above, dense weights
-// averaged across trainers by allreduce every step and kept bitwise
-// identical (trainer/hybrid_dense.h); each rank writes the final weights'
-// hash to <output_dir>/dense_hash-<rank>.txt.
+// Deep models (DNN, Wide&Deep, DeepFM, DCN-v2) train as model.mode says:
+// HYBRID (the default): one step loop per trainer, sparse rows as above,
+// dense weights averaged across trainers by allreduce every step and kept
+// bitwise identical (trainer/hybrid_dense.h); each rank writes the final
+// weights' hash to <output_dir>/dense_hash-<rank>.txt. SYNC: the same, and
+// each step's pushes are flushed before its allreduce, so no trainer pulls
+// for step k+1 before every push of step k is applied (a barrier per step).
+// ASYNC: Hogwild workers as for FM, the dense weights rows on the pservers
+// pulled and pushed with each batch (trainer/async_dense.h).
 //
 // Progress (examples, loss, streaming AUC, fraction done) goes to the
 // coordinator with every heartbeat. Failure to reach the coordinator for

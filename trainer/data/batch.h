@@ -16,6 +16,9 @@ struct Batch {
   std::vector<uint32_t> offsets;  // size() == labels.size() + 1
   std::vector<uint64_t> signs;
   std::vector<uint16_t> slots;  // empty or signs.size()
+  // Dense inputs, dense_dim per example (row-major); empty when none.
+  std::vector<float> dense;
+  int dense_dim = 0;
 
   size_t size() const { return labels.size(); }
   void Clear() {
@@ -23,6 +26,7 @@ struct Batch {
     offsets.assign(1, 0);
     signs.clear();
     slots.clear();
+    dense.clear();
   }
 };
 

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -135,6 +138,13 @@ void Dataset::Gather(const uint32_t* index, size_t n, Batch* batch) const {
     at += len;
     batch->offsets[k + 1] = at;
   }
+  batch->dense_dim = dense_dim;
+  batch->dense.resize(n * size_t(dense_dim));
+  for (size_t k = 0; k < n && dense_dim > 0; ++k) {
+    std::memcpy(batch->dense.data() + k * dense_dim,
+                dense.data() + size_t(index[k]) * dense_dim,
+                dense_dim * sizeof(float));
+  }
 }
 
 bool Dataset::AddLine(std::string_view line, DataFileFormat format) {
@@ -147,7 +157,8 @@ bool Dataset::AddLine(std::string_view line, DataFileFormat format) {
     case DataFileFormat::kCriteoUnlabeled:
       ok = ParseCriteoLine(line, format == DataFileFormat::kCriteo, &label,
                            &signs, &slots)
-               .ok();
+               .ok() &&
+           CriteoIntegers(line, format == DataFileFormat::kCriteo, before);
       break;
     case DataFileFormat::kAvazu:
       ok = ParseAvazu(line, true, &label, &signs, &slots) ||
@@ -168,6 +179,30 @@ bool Dataset::AddLine(std::string_view line, DataFileFormat format) {
   }
   labels.push_back(label);
   offsets.push_back(static_cast<uint32_t>(signs.size()));
+  return true;
+}
+
+bool Dataset::CriteoIntegers(std::string_view line, bool labeled,
+                             size_t row_start) {
+  if (!int_buckets) {
+    // The parser puts the integer fields' signs (slots 1..13) first.
+    size_t end = row_start;
+    while (end < slots.size() && slots[end] <= kCriteoIntFields) ++end;
+    signs.erase(signs.begin() + row_start, signs.begin() + end);
+    slots.erase(slots.begin() + row_start, slots.begin() + end);
+  }
+  if (dense_dim == 0) return true;
+  // ParseCriteoLine accepted the line, so the fields are well-formed.
+  std::string_view rest = line;
+  if (labeled) rest.remove_prefix(rest.find('\t') + 1);
+  for (int i = 0; i < kCriteoIntFields; ++i) {
+    const size_t tab = rest.find('\t');
+    const std::string_view field = rest.substr(0, tab);
+    double v = 0;
+    if (!field.empty()) v = std::strtod(std::string(field).c_str(), nullptr);
+    dense.push_back(float(v >= 0 ? std::log1p(v) : -std::log1p(-v)));
+    rest.remove_prefix(tab + 1);
+  }
   return true;
 }
 
@@ -241,6 +276,10 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& path,
   last = first + static_cast<size_t>(options.end_fraction * span);
   first = first + static_cast<size_t>(options.begin_fraction * span);
   Dataset data;
+  const bool criteo = options.format == DataFileFormat::kCriteo ||
+                      options.format == DataFileFormat::kCriteoUnlabeled;
+  data.int_buckets = options.int_buckets || !criteo;
+  data.dense_dim = criteo && options.int_log_dense ? kCriteoIntFields : 0;
   const size_t kept_lines = last > first ? last - first : 0;
   data.labels.reserve(kept_lines);
   data.offsets.reserve(kept_lines + 1);

@@ -53,6 +53,10 @@ struct LoadOptions {
   double end_fraction = 1.0;
   // Fail once more than this fraction of kept lines is malformed.
   double max_bad_fraction = 0.01;
+  // Criteo only: keep the integer fields' bucket signs (slots 1..13), and
+  // add them as kCriteoIntFields dense inputs sign(x) * log(1 + |x|).
+  bool int_buckets = true;
+  bool int_log_dense = false;
 };
 
 struct Dataset {
@@ -60,6 +64,10 @@ struct Dataset {
   std::vector<uint32_t> offsets = {0};  // size() + 1 entries
   std::vector<uint64_t> signs;
   std::vector<uint16_t> slots;
+  // Dense inputs, dense_dim per example (LoadOptions::int_log_dense).
+  std::vector<float> dense;
+  int dense_dim = 0;
+  bool int_buckets = true;
   uint64_t bad_rows = 0;
 
   size_t size() const { return labels.size(); }
@@ -67,6 +75,11 @@ struct Dataset {
   void Gather(const uint32_t* index, size_t n, Batch* batch) const;
   // Appends one parsed line; false (and unchanged) on a malformed one.
   bool AddLine(std::string_view line, DataFileFormat format);
+
+ private:
+  // Applies int_buckets and dense_dim to the Criteo row whose signs start
+  // at row_start.
+  bool CriteoIntegers(std::string_view line, bool labeled, size_t row_start);
 };
 
 // Replaces every sign seen fewer than `min_count` times in `train` by its

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -134,6 +135,37 @@ TEST(DatasetTest, GatherCopiesExamples) {
   EXPECT_EQ(b.offsets, (std::vector<uint32_t>{0, 2, 4, 6}));
   EXPECT_EQ(b.signs[5], FeatureSign(14, "a"));
   EXPECT_EQ(b.slots.size(), 6u);
+}
+
+TEST(DatasetTest, IntegerFieldsAsLogDenseInputs) {
+  // I1 = 5, I2 = -3, the rest empty; C1 = "a".
+  std::string text = "1\t5\t-3";
+  for (int i = 2; i < 13; ++i) text += "\t";
+  text += "\ta";
+  for (int i = 1; i < 26; ++i) text += "\t";
+  const std::string path = WritePlain("dense.tsv", text + "\n");
+  LoadOptions o;
+  o.int_log_dense = true;
+  auto both = LoadDataset(path, o);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->dense_dim, 13);
+  ASSERT_EQ(both->dense.size(), 13u);
+  EXPECT_FLOAT_EQ(both->dense[0], std::log1p(5.0f));
+  EXPECT_FLOAT_EQ(both->dense[1], -std::log1p(3.0f));
+  EXPECT_EQ(both->dense[2], 0.0f);
+  EXPECT_EQ(both->signs.size(), 3u);  // two bucket signs and C1
+
+  o.int_buckets = false;
+  auto dense_only = LoadDataset(path, o);
+  ASSERT_TRUE(dense_only.ok());
+  EXPECT_EQ(dense_only->signs, (std::vector<uint64_t>{FeatureSign(14, "a")}));
+  EXPECT_EQ(dense_only->slots, (std::vector<uint16_t>{14}));
+  Batch b;
+  const uint32_t index[] = {0, 0};
+  dense_only->Gather(index, 2, &b);
+  EXPECT_EQ(b.dense_dim, 13);
+  ASSERT_EQ(b.dense.size(), 26u);
+  EXPECT_FLOAT_EQ(b.dense[13], std::log1p(5.0f));
 }
 
 TEST(DatasetTest, MergeRareSignsUsesTrainCounts) {

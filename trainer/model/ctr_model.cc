@@ -5,14 +5,39 @@
 #include "common/log.h"
 
 namespace sampan {
+namespace {
+
+// field_dims entries override dim (0 or missing: dim).
+FieldWidths Widths(const CtrModelOptions& o, int fields, int dim) {
+  FieldWidths w = UniformWidths(fields, dim);
+  // The FM interaction needs one width (config validation says so).
+  if (dim == 0 || o.kind == CtrKind::kFm || o.kind == CtrKind::kDeepFm) {
+    return w;
+  }
+  w.width = 0;
+  for (int f = 0; f < fields; ++f) {
+    const int d = f < int(o.field_dims.size()) && o.field_dims[f] > 0
+                      ? o.field_dims[f]
+                      : dim;
+    w.dims[f] = d;
+    w.offsets[f] = w.width;
+    w.width += d;
+  }
+  return w;
+}
+
+}  // namespace
 
 CtrModel::CtrModel(const CtrModelOptions& options)
     : kind_(options.kind),
       fields_(options.fields),
       dim_(options.kind == CtrKind::kLr ? 0 : options.embedding_dim),
-      seed_(options.seed) {
+      dense_inputs_(options.dense_inputs),
+      seed_(options.seed),
+      widths_(Widths(options, fields_, dim_)) {
+  if (dense_inputs_ > 0) dense_wide_.emplace_back(dense_inputs_, 1, &layout_);
   if (!deep()) return;
-  const int width = fields_ * dim_;
+  const int width = widths_.width + dense_inputs_;
   if (kind_ == CtrKind::kDcnV2) {
     for (int l = 0; l < options.cross_layers; ++l) {
       cross_.emplace_back(width, &layout_);
@@ -28,12 +53,37 @@ CtrModel::CtrModel(const CtrModelOptions& options)
 
 void CtrModel::InitDense(float* dense) const {
   std::mt19937 rng(seed_);
+  // The linear term of the dense inputs starts at zero: its inputs reach
+  // ~15 (log of counts), so a Glorot start would swamp the logit.
+  for (const Linear& l : dense_wide_) {
+    std::fill(dense, dense + size_t(l.in()) * l.out() + l.out(), 0.0f);
+  }
   for (const CrossLayer& c : cross_) c.Init(&rng, dense);
   for (const Linear& l : mlp_) l.Init(&rng, dense);
 }
 
+std::vector<DenseBlock> CtrModel::DenseBlocks() const {
+  std::vector<DenseBlock> blocks;
+  if (dense_inputs_ > 0) {
+    blocks.push_back({"dense_wide.W", dense_inputs_, 1});
+    blocks.push_back({"dense_wide.b", 1, 1});
+  }
+  const int width = widths_.width + dense_inputs_;
+  for (size_t l = 0; l < cross_.size(); ++l) {
+    const std::string name = "cross" + std::to_string(l);
+    blocks.push_back({name + ".W", width, width});
+    blocks.push_back({name + ".b", 1, width});
+  }
+  for (size_t k = 0; k < mlp_.size(); ++k) {
+    const std::string name = "mlp" + std::to_string(k);
+    blocks.push_back({name + ".W", mlp_[k].in(), mlp_[k].out()});
+    blocks.push_back({name + ".b", 1, mlp_[k].out()});
+  }
+  return blocks;
+}
+
 double CtrModel::DenseMacsPerExample() const {
-  const double width = double(fields_) * dim_;
+  const double width = double(widths_.width) + dense_inputs_;
   double macs = cross_.size() * width * width;
   for (const Linear& l : mlp_) macs += double(l.in()) * l.out();
   return macs;
@@ -49,15 +99,28 @@ std::vector<CtrModel::GradBlock> CtrModel::GradBlocks() const {
   for (size_t l = cross_.size(); l-- > 0;) {
     blocks.push_back({cross_[l].w_offset(), cross_[l].param_count()});
   }
+  // Its gradient is final before the deep tower's; Step reports it then.
+  for (const Linear& l : dense_wide_) {
+    blocks.push_back({l.w_offset(), size_t(l.in() + 1) * l.out()});
+  }
   return blocks;
 }
 
-void CtrModel::DeepForward(const float* dense, Workspace* ws) const {
+void CtrModel::ConcatDense(const Batch& batch, Workspace* ws) const {
+  const Eigen::Index n = ws->e.rows(), width = ws->e.cols();
+  ws->x0.resize(n, width + dense_inputs_);
+  ws->x0.leftCols(width) = ws->e;
+  ws->x0.rightCols(dense_inputs_) =
+      ConstMatMap(batch.dense.data(), n, dense_inputs_);
+}
+
+void CtrModel::DeepForward(const float* dense, const Mat& x0,
+                           Workspace* ws) const {
   ws->x.resize(cross_.size() + 1);
   ws->u.resize(cross_.size());
-  ws->x[0] = ws->e;
+  ws->x[0] = x0;
   for (size_t l = 0; l < cross_.size(); ++l) {
-    cross_[l].Forward(dense, ws->e, ws->x[l], &ws->u[l], &ws->x[l + 1]);
+    cross_[l].Forward(dense, x0, ws->x[l], &ws->u[l], &ws->x[l + 1]);
   }
   if (ws->gpu != nullptr) {
     absl::Status s = ws->gpu->Forward(dense, ws->x.back(), &ws->mlp_out);
@@ -75,6 +138,7 @@ void CtrModel::DeepForward(const float* dense, Workspace* ws) const {
 }
 
 void CtrModel::DeepBackward(const float* dense, float* dense_grads,
+                            const Mat& x0, Mat* dx0,
                             const GradReadyFn& grad_ready,
                             Workspace* ws) const {
   const int layers = static_cast<int>(mlp_.size());
@@ -95,12 +159,12 @@ void CtrModel::DeepBackward(const float* dense, float* dense_grads,
     }
   }
   for (size_t l = cross_.size(); l-- > 0;) {
-    cross_[l].Backward(dense, ws->e, ws->x[l], ws->u[l], ws->dh, dense_grads,
-                       &ws->de, &ws->dprev);
+    cross_[l].Backward(dense, x0, ws->x[l], ws->u[l], ws->dh, dense_grads, dx0,
+                       &ws->dprev);
     ws->dh.swap(ws->dprev);
     if (grad_ready) grad_ready(layers + int(cross_.size() - 1 - l));
   }
-  ws->de += ws->dh;
+  *dx0 += ws->dh;
 }
 
 double CtrModel::Step(const Batch& batch,
@@ -124,12 +188,19 @@ double CtrModel::Step(const Batch& batch,
     }
   }
   const FmInteraction interaction(fields_, dim_);
-  if (dim_ > 0) SumPoolForward(pool, rows, rd, fields_, dim_, &ws->e);
+  const bool concat = dense_inputs_ > 0 && deep();
+  if (dim_ > 0) SumPoolForward(pool, rows, rd, widths_, &ws->e);
+  if (dense_inputs_ > 0) {
+    const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
+    dense_wide_[0].Forward(dense, d, &ws->wide_out);
+    ws->logits += ws->wide_out;
+  }
   if (fm()) {
     interaction.Forward(ws->e, &ws->fm_sum, &ws->fm_out);
     ws->logits += ws->fm_out;
   }
-  if (deep()) DeepForward(dense, ws);
+  if (concat) ConcatDense(batch, ws);
+  if (deep()) DeepForward(dense, concat ? ws->x0 : ws->e, ws);
   const double loss =
       SigmoidCrossEntropy(ws->logits, batch.labels.data(), probs, &ws->dlogits);
   if (sparse_grads == nullptr) return loss;
@@ -145,11 +216,25 @@ double CtrModel::Step(const Batch& batch,
     }
     sparse_grads[size_t(bias_row) * rd] += total;
   }
+  if (dense_inputs_ > 0) {
+    const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
+    dense_wide_[0].Backward(dense, d, ws->dlogits, dense_grads, nullptr);
+    if (grad_ready && deep()) {
+      grad_ready(static_cast<int>(mlp_.size() + cross_.size()));
+    }
+  }
   if (dim_ == 0) return loss;
-  ws->de.setZero(n, size_t(fields_) * dim_);
+  const Eigen::Index width = widths_.width;
+  ws->de.setZero(n, width);
   if (fm()) interaction.Backward(ws->e, ws->fm_sum, ws->dlogits, &ws->de);
-  if (deep()) DeepBackward(dense, dense_grads, grad_ready, ws);
-  SumPoolBackward(pool, ws->de, rd, fields_, dim_, sparse_grads);
+  if (concat) {
+    ws->dx0.setZero(n, width + dense_inputs_);
+    DeepBackward(dense, dense_grads, ws->x0, &ws->dx0, grad_ready, ws);
+    ws->de += ws->dx0.leftCols(width);
+  } else if (deep()) {
+    DeepBackward(dense, dense_grads, ws->e, &ws->de, grad_ready, ws);
+  }
+  SumPoolBackward(pool, ws->de, rd, widths_, sparse_grads);
   return loss;
 }
 

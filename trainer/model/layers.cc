@@ -124,31 +124,53 @@ double SigmoidCrossEntropy(const Mat& logits, const float* labels, float* probs,
   return loss;
 }
 
+FieldWidths UniformWidths(int fields, int dim) {
+  FieldWidths w;
+  for (int f = 0; f < fields; ++f) {
+    w.dims.push_back(dim);
+    w.offsets.push_back(f * dim);
+  }
+  w.width = fields * dim;
+  return w;
+}
+
 void SumPoolForward(const PoolingInput& in, const float* rows, int row_dim,
                     int fields, int dim, Mat* e) {
-  e->setZero(in.examples, size_t(fields) * dim);
+  SumPoolForward(in, rows, row_dim, UniformWidths(fields, dim), e);
+}
+
+void SumPoolBackward(const PoolingInput& in, const Mat& de, int row_dim,
+                     int fields, int dim, float* grads) {
+  SumPoolBackward(in, de, row_dim, UniformWidths(fields, dim), grads);
+}
+
+void SumPoolForward(const PoolingInput& in, const float* rows, int row_dim,
+                    const FieldWidths& w, Mat* e) {
+  const int fields = int(w.dims.size());
+  e->setZero(in.examples, w.width);
   for (size_t i = 0; i < in.examples; ++i) {
     float* out = e->row(i).data();
     for (uint32_t j = in.offsets[i]; j < in.offsets[i + 1]; ++j) {
       const int slot = in.slots[j];
       if (slot < 1 || slot > fields) continue;
       const float* v = rows + size_t(in.row_of_sign[j]) * row_dim + 1;
-      float* dst = out + size_t(slot - 1) * dim;
-      for (int d = 0; d < dim; ++d) dst[d] += v[d];
+      float* dst = out + w.offsets[slot - 1];
+      for (int d = 0; d < w.dims[slot - 1]; ++d) dst[d] += v[d];
     }
   }
 }
 
 void SumPoolBackward(const PoolingInput& in, const Mat& de, int row_dim,
-                     int fields, int dim, float* grads) {
+                     const FieldWidths& w, float* grads) {
+  const int fields = int(w.dims.size());
   for (size_t i = 0; i < in.examples; ++i) {
     const float* g = de.row(i).data();
     for (uint32_t j = in.offsets[i]; j < in.offsets[i + 1]; ++j) {
       const int slot = in.slots[j];
       if (slot < 1 || slot > fields) continue;
       float* dst = grads + size_t(in.row_of_sign[j]) * row_dim + 1;
-      const float* src = g + size_t(slot - 1) * dim;
-      for (int d = 0; d < dim; ++d) dst[d] += src[d];
+      const float* src = g + w.offsets[slot - 1];
+      for (int d = 0; d < w.dims[slot - 1]; ++d) dst[d] += src[d];
     }
   }
 }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "Eigen/Core"
 
@@ -125,6 +126,19 @@ void SumPoolForward(const PoolingInput& in, const float* rows, int row_dim,
 // Scatters de back: grads[row][1 + d] += de[i][field * dim + d].
 void SumPoolBackward(const PoolingInput& in, const Mat& de, int row_dim,
                      int fields, int dim, float* grads);
+
+// Per-field widths: field f pools the first dims[f] floats of its rows' v
+// into columns [offsets[f], offsets[f] + dims[f]) of e, whose width is
+// offsets.back() + dims.back(). dims[f] <= row_dim - 1.
+struct FieldWidths {
+  std::vector<int> dims, offsets;
+  int width = 0;
+};
+FieldWidths UniformWidths(int fields, int dim);
+void SumPoolForward(const PoolingInput& in, const float* rows, int row_dim,
+                    const FieldWidths& w, Mat* e);
+void SumPoolBackward(const PoolingInput& in, const Mat& de, int row_dim,
+                     const FieldWidths& w, float* grads);
 
 }  // namespace sampan
 

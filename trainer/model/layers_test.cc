@@ -155,10 +155,14 @@ TEST(SumPoolTest, PoolsPerSlotAndScattersBack) {
   EXPECT_EQ(grads, (std::vector<float>{0, 1, 1, 0, 9, 9, 0, 2, 2}));
 }
 
-// 3 fields x 2, MLP 4-3, 2 cross layers (DCN-v2).
-CtrModelOptions SmallModel(CtrKind kind) {
+// 3 fields x 2, MLP 4-3, 2 cross layers (DCN-v2); with dense_inputs > 0
+// every example also carries that many dense inputs.
+CtrModelOptions SmallModel(CtrKind kind, int dense_inputs = 0,
+                           std::vector<int> field_dims = {}) {
   CtrModelOptions o;
   o.kind = kind;
+  o.dense_inputs = dense_inputs;
+  o.field_dims = std::move(field_dims);
   o.fields = 3;
   o.embedding_dim = 2;
   o.hidden = {4, 3};
@@ -167,8 +171,9 @@ CtrModelOptions SmallModel(CtrKind kind) {
 }
 
 // The whole model: sparse-row and dense gradients of the summed loss.
-void CheckModel(CtrKind kind) {
-  CtrModel model(SmallModel(kind));
+void CheckModel(CtrKind kind, int dense_inputs = 0,
+                std::vector<int> field_dims = {}) {
+  CtrModel model(SmallModel(kind, dense_inputs, std::move(field_dims)));
   std::mt19937 rng(4);
   Batch batch;
   batch.Clear();
@@ -184,7 +189,9 @@ void CheckModel(CtrKind kind) {
     }
     batch.offsets.push_back(batch.signs.size());
     batch.labels.push_back(i % 2);
+    for (int d = 0; d < dense_inputs; ++d) batch.dense.push_back(0.3f * d - i);
   }
+  batch.dense_dim = dense_inputs;
   const int rd = model.row_dim();
   std::uniform_real_distribution<float> u(-0.5, 0.5);
   std::vector<float> rows(5 * rd), sgrads(5 * rd, 0.0f);
@@ -212,6 +219,28 @@ TEST(CtrModelTest, DnnGradients) { CheckModel(CtrKind::kDnn); }
 TEST(CtrModelTest, WideDeepGradients) { CheckModel(CtrKind::kWideDeep); }
 TEST(CtrModelTest, DeepFmGradients) { CheckModel(CtrKind::kDeepFm); }
 TEST(CtrModelTest, DcnV2Gradients) { CheckModel(CtrKind::kDcnV2); }
+TEST(CtrModelTest, PerFieldWidthGradients) {
+  for (CtrKind k : {CtrKind::kDnn, CtrKind::kWideDeep, CtrKind::kDcnV2}) {
+    SCOPED_TRACE(int(k));
+    CheckModel(k, 0, {1, 0, 2});
+    CheckModel(k, 2, {2, 1});
+  }
+  CtrModelOptions o;
+  o.kind = CtrKind::kDnn;
+  o.fields = 3;
+  o.embedding_dim = 4;
+  o.hidden = {5};
+  o.field_dims = {1, 2};  // the third field keeps 4
+  EXPECT_EQ(CtrModel(o).DenseBlocks()[0].rows, 1 + 2 + 4);
+}
+
+TEST(CtrModelTest, DenseInputGradients) {
+  for (CtrKind k : {CtrKind::kLr, CtrKind::kFm, CtrKind::kDnn, CtrKind::kDeepFm,
+                    CtrKind::kDcnV2}) {
+    SCOPED_TRACE(int(k));
+    CheckModel(k, 3);
+  }
+}
 
 // The per-layer hook: every dense weight in one block, blocks reported in
 // order, each once, and already final when reported.

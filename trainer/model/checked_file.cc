@@ -1,0 +1,116 @@
+#include "trainer/model/checked_file.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "zlib.h"
+
+namespace sampan {
+namespace {
+
+constexpr size_t kHeaderBytes = 8 + 4 + 8 + 4;
+
+uint32_t Crc32(const char* data, size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes uInt lengths; feed large bodies in pieces.
+  while (n > 0) {
+    const uInt chunk = n > (1u << 30) ? (1u << 30) : uInt(n);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
+    data += chunk;
+    n -= chunk;
+  }
+  return uint32_t(crc);
+}
+
+}  // namespace
+
+bool BodyReader::GetString(std::string* s) {
+  uint32_t n;
+  if (!Get(&n) || size_t(end_ - p_) < n) return false;
+  s->assign(p_, n);
+  p_ += n;
+  return true;
+}
+
+absl::Status WriteCheckedFile(const std::string& path, const FileKind& kind,
+                              const std::string& body) {
+  BodyWriter header;
+  header.buf().append(kind.magic, 8);
+  header.Put(kind.version);
+  header.Put(uint64_t(body.size()));
+  header.Put(Crc32(body.data(), body.size()));
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+  }
+  const std::string& h = header.buf();
+  const bool ok = std::fwrite(h.data(), 1, h.size(), f) == h.size() &&
+                  std::fwrite(body.data(), 1, body.size(), f) == body.size() &&
+                  std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(
+        absl::StrCat("cannot write ", tmp, ": ", std::strerror(err)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rename_err = errno;
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat(
+        "cannot rename ", tmp, " to ", path, ": ", std::strerror(rename_err)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadCheckedFile(const std::string& path,
+                                            const FileKind& kind) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", kind.what, " ",
+                                            path, ": ", std::strerror(errno)));
+  }
+  std::string data((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  if (data.size() < kHeaderBytes) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": truncated (", data.size(), " bytes, a ",
+                     kind.what, " has at least ", kHeaderBytes, ")"));
+  }
+  if (std::memcmp(data.data(), kind.magic, 8) != 0) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a ", kind.what, " (bad magic)"));
+  }
+  const std::string header = data.substr(8, kHeaderBytes - 8);
+  BodyReader r(header);
+  uint32_t version = 0, crc = 0;
+  uint64_t body = 0;
+  r.Get(&version);
+  r.Get(&body);
+  r.Get(&crc);
+  if (version != kind.version) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is ", kind.what, " format version ", version,
+                     ", this build reads version ", kind.version));
+  }
+  if (data.size() - kHeaderBytes != body) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": truncated or padded (body of ", data.size() - kHeaderBytes,
+        " bytes, the header says ", body, ")"));
+  }
+  if (Crc32(data.data() + kHeaderBytes, body) != crc) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": corrupt (CRC32 of the body does not match)"));
+  }
+  return data.substr(kHeaderBytes);
+}
+
+}  // namespace sampan

@@ -1,0 +1,92 @@
+// Whole files guarded by a header and a CRC32, written atomically: the
+// container of the model files (model_io.h, trainer/model_export.h).
+//
+//   magic[8]  u32 version  u64 body_bytes  u32 crc32(body)  body
+//
+// Promises: WriteCheckedFile never leaves a partial file at `path` (it writes
+// `path`.tmp, fsyncs it and renames it over `path`); ReadCheckedFile returns
+// the body exactly as written or an error naming the file and the fault --
+// missing, truncated, another magic (another kind of file), another version,
+// or corrupt (CRC32 mismatch). Integers are little-endian, as on every
+// machine Sampan targets.
+#ifndef SAMPAN_TRAINER_MODEL_CHECKED_FILE_H_
+#define SAMPAN_TRAINER_MODEL_CHECKED_FILE_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace sampan {
+
+// `magic` is 8 bytes; `what` names the kind of file in errors.
+struct FileKind {
+  const char* magic;
+  uint32_t version;
+  const char* what;
+};
+
+// Unavailable (naming the file and errno) on an I/O error.
+absl::Status WriteCheckedFile(const std::string& path, const FileKind& kind,
+                              const std::string& body);
+
+// NotFound when it cannot be opened; DataLoss when truncated, corrupt or not
+// of `kind`; FailedPrecondition for another version.
+absl::StatusOr<std::string> ReadCheckedFile(const std::string& path,
+                                            const FileKind& kind);
+
+// Appends plain values to a body.
+class BodyWriter {
+ public:
+  template <typename T>
+  void Put(T v) {
+    buf_.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  void PutString(const std::string& s) {
+    Put(uint32_t(s.size()));
+    buf_ += s;
+  }
+  template <typename T>
+  void PutArray(const std::vector<T>& v) {
+    buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  std::string& buf() { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+// Reads values back; every Get returns false once the body runs out.
+class BodyReader {
+ public:
+  explicit BodyReader(const std::string& body)
+      : p_(body.data()), end_(body.data() + body.size()) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (size_t(end_ - p_) < sizeof(T)) return false;
+    std::memcpy(v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return true;
+  }
+  bool GetString(std::string* s);
+  template <typename T>
+  bool GetArray(size_t n, std::vector<T>* v) {
+    if (size_t(end_ - p_) / sizeof(T) < n) return false;
+    v->resize(n);
+    std::memcpy(v->data(), p_, n * sizeof(T));
+    p_ += n * sizeof(T);
+    return true;
+  }
+  bool AtEnd() const { return p_ == end_; }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_MODEL_CHECKED_FILE_H_

@@ -1,0 +1,197 @@
+#include "trainer/model_export.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/text_format.h"
+#include "trainer/model/checked_file.h"
+
+namespace sampan {
+namespace {
+
+constexpr char kSparseMagic[8] = {'S', 'A', 'M', 'P', 'S', 'P', 'R', '\0'};
+constexpr FileKind kSparseFile = {kSparseMagic, 1, "sparse model part"};
+// Keys read per call, so that a pull stays a moderate message.
+constexpr size_t kChunk = 1 << 16;
+
+std::string PartPath(const std::string& dir, int part) {
+  return absl::StrFormat("%s/sparse-%05d.bin", dir, part);
+}
+
+// Writes `text` to `path` via a temporary file and a rename.
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadTextFile(const std::string& path,
+                                         const std::string& what) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", what));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::StatusOr<ModelManifest> ParseManifest(const std::string& path,
+                                            const std::string& text) {
+  ModelManifest m;
+  bool versioned = false;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    if (line.empty()) continue;
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, '=');
+    int value = 0;
+    if (!absl::SimpleAtoi(kv.second, &value)) {
+      return absl::DataLossError(absl::StrCat(
+          path, ":", line_no, ": expected name=integer, got '", line, "'"));
+    }
+    if (kv.first == "sampan_model") {
+      if (value != 1) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, ": model format ", value, ", this build reads 1"));
+      }
+      versioned = true;
+    } else if (kv.first == "sparse_parts") {
+      m.sparse_parts = value;
+    } else if (kv.first == "min_feature_count") {
+      m.min_feature_count = value;
+    }
+  }
+  if (!versioned || m.sparse_parts < 1) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": expected lines sampan_model=1 and sparse_parts=N (N >= 1)"));
+  }
+  return m;
+}
+
+// Adds one part's rows to `out`.
+absl::Status ReadPart(const std::string& path, int row_dim, SparseRows* out) {
+  absl::StatusOr<std::string> body = ReadCheckedFile(path, kSparseFile);
+  if (!body.ok()) return body.status();
+  BodyReader r(*body);
+  uint32_t dim = 0;
+  uint64_t n = 0;
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;
+  if (!r.Get(&dim) || !r.Get(&n)) {
+    return absl::DataLossError(absl::StrCat(path, ": header cut short"));
+  }
+  if (dim != uint32_t(row_dim)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " has rows of ", dim, " floats, the model (",
+                     "job.pbtxt) reads ", row_dim));
+  }
+  if (!r.GetArray(n, &keys) || !r.GetArray(n * dim, &rows) || !r.AtEnd()) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": payload does not hold ", n, " rows"));
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    // Parts may share keys; their rows were read after the last push, so
+    // they are equal and the first one stands.
+    if (out->index.emplace(keys[i], uint32_t(out->index.size())).second) {
+      out->rows.insert(out->rows.end(), rows.begin() + i * dim,
+                       rows.begin() + (i + 1) * dim);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ModelDir(const JobConfig& config) {
+  return absl::StrCat(config.output_dir(), "/model");
+}
+
+std::string DenseModelPath(const std::string& dir) {
+  return absl::StrCat(dir, "/dense.bin");
+}
+
+absl::Status ExportSparsePart(const std::string& dir, int part,
+                              std::vector<uint64_t> keys, int row_dim,
+                              const RowReader& read) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<float> rows(keys.size() * row_dim);
+  for (size_t begin = 0; begin < keys.size(); begin += kChunk) {
+    const size_t n = std::min(kChunk, keys.size() - begin);
+    absl::Status s = read(absl::MakeConstSpan(keys.data() + begin, n),
+                          rows.data() + begin * row_dim);
+    if (!s.ok()) return s;
+  }
+  BodyWriter w;
+  w.Put(uint32_t(row_dim));
+  w.Put(uint64_t(keys.size()));
+  w.PutArray(keys);
+  w.PutArray(rows);
+  return WriteCheckedFile(PartPath(dir, part), kSparseFile, w.buf());
+}
+
+absl::Status FinishModelDir(const std::string& dir, const JobConfig& config,
+                            const ModelManifest& manifest) {
+  std::string job;
+  google::protobuf::TextFormat::PrintToString(config, &job);
+  absl::Status s = WriteTextFile(absl::StrCat(dir, "/job.pbtxt"), job);
+  if (!s.ok()) return s;
+  return WriteTextFile(
+      absl::StrCat(dir, "/MODEL"),
+      absl::StrFormat("sampan_model=1\nsparse_parts=%d\nmin_feature_count=%d\n",
+                      manifest.sparse_parts, manifest.min_feature_count));
+}
+
+absl::StatusOr<ModelManifest> ReadModelManifest(const std::string& dir,
+                                                JobConfig* config) {
+  const std::string path = absl::StrCat(dir, "/MODEL");
+  absl::StatusOr<std::string> text = ReadTextFile(
+      path, "not an exported model directory (or its export did not finish)");
+  if (!text.ok()) return text.status();
+  absl::StatusOr<ModelManifest> m = ParseManifest(path, *text);
+  if (!m.ok()) return m.status();
+  const std::string job_path = absl::StrCat(dir, "/job.pbtxt");
+  absl::StatusOr<std::string> job =
+      ReadTextFile(job_path, "an exported model needs its job config");
+  if (!job.ok()) return job.status();
+  if (!google::protobuf::TextFormat::ParseFromString(*job, config)) {
+    return absl::DataLossError(
+        absl::StrCat(job_path, ": not a JobConfig text proto"));
+  }
+  return m;
+}
+
+absl::StatusOr<SparseRows> ReadSparseRows(const std::string& dir,
+                                          const ModelManifest& manifest,
+                                          int row_dim) {
+  SparseRows out;
+  out.row_dim = row_dim;
+  for (int part = 0; part < manifest.sparse_parts; ++part) {
+    absl::Status s = ReadPart(PartPath(dir, part), row_dim, &out);
+    if (!s.ok()) return s;
+  }
+  return out;
+}
+
+}  // namespace sampan

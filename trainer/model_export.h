@@ -1,0 +1,82 @@
+// Exported models: the directory a finished job writes to
+// <output_dir>/model and `sampan eval MODEL DATA` reads.
+//
+//   job.pbtxt          the job config that trained it (text proto): model
+//                      type and sizes, data format
+//   dense.bin          the dense weights and their optimizer state
+//                      (trainer/model/model_io.h); present for every model,
+//                      empty of weights for LR and FM
+//   sparse-NNNNN.bin   part N: the rows [w, v[dim]] of every feature sign
+//                      that trainer N trained on (each rank exports the keys
+//                      of its own data part after the last push), as a
+//                      checked file (trainer/model/checked_file.h, magic
+//                      "SAMPSPR"): u32 row_dim, u64 n, u64 keys[n] sorted,
+//                      f32 rows[n * row_dim]
+//   MODEL              written last, so a directory without it is
+//                      incomplete: "sampan_model=1", "sparse_parts=N",
+//                      "min_feature_count=M" (rare signs were merged, see
+//                      MergeRareSigns: eval maps a sign without a row to its
+//                      slot's rare sign)
+//
+// A sign without a row scores as zeros, as a pull without creating rows
+// does, so eval reproduces the trainer's own test evaluation.
+#ifndef SAMPAN_TRAINER_MODEL_EXPORT_H_
+#define SAMPAN_TRAINER_MODEL_EXPORT_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+struct ModelManifest {
+  int sparse_parts = 1;
+  // > 1 when signs seen fewer times in training were merged per slot.
+  int min_feature_count = 0;
+};
+
+// The export directory of a job.
+std::string ModelDir(const JobConfig& config);
+std::string DenseModelPath(const std::string& dir);
+
+// Reads rows of `keys` into `out` (keys.size() * row_dim floats) without
+// creating rows: a table's or PS client's Pull(keys, false, out).
+using RowReader =
+    std::function<absl::Status(absl::Span<const uint64_t> keys, float* out)>;
+
+// Writes part `part` of `dir`: the rows of `keys` (any order, unique) read
+// through `read` in chunks. Creates `dir` when missing.
+absl::Status ExportSparsePart(const std::string& dir, int part,
+                              std::vector<uint64_t> keys, int row_dim,
+                              const RowReader& read);
+
+// Writes job.pbtxt, then MODEL; call once every part and dense.bin exist.
+absl::Status FinishModelDir(const std::string& dir, const JobConfig& config,
+                            const ModelManifest& manifest);
+
+// An exported model's sparse rows, every part merged.
+struct SparseRows {
+  int row_dim = 0;
+  absl::flat_hash_map<uint64_t, uint32_t> index;  // key -> row
+  std::vector<float> rows;
+};
+
+// Reads MODEL and job.pbtxt of `dir`: NotFound naming the file when the
+// directory is not a (complete) exported model; DataLoss when malformed.
+absl::StatusOr<ModelManifest> ReadModelManifest(const std::string& dir,
+                                                JobConfig* config);
+// Reads every part; each must have `row_dim` floats per row.
+absl::StatusOr<SparseRows> ReadSparseRows(const std::string& dir,
+                                          const ModelManifest& manifest,
+                                          int row_dim);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_MODEL_EXPORT_H_

@@ -1,0 +1,34 @@
+#include "trainer/part_export.h"
+
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "common/log.h"
+#include "trainer/data/criteo_reader.h"
+#include "trainer/model/fm.h"
+
+namespace sampan {
+
+absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
+                               const RowReader& read) {
+  absl::flat_hash_set<uint64_t> keys = {kBiasSign};
+  CriteoReaderOptions options;
+  options.part = rank;
+  options.num_parts = config.cluster().num_trainers();
+  Batch batch;
+  for (const std::string& path : config.data().train_files()) {
+    auto reader = CriteoReader::Open(path, options);
+    if (!reader.ok()) return reader.status();
+    while ((*reader)->NextBatch(1 << 14, &batch)) {
+      keys.insert(batch.signs.begin(), batch.signs.end());
+    }
+  }
+  const std::string dir = ModelDir(config);
+  SAMPAN_LOG(INFO) << "trainer " << rank << ": exporting " << keys.size()
+                   << " sparse rows to " << dir;
+  return ExportSparsePart(dir, rank,
+                          std::vector<uint64_t>(keys.begin(), keys.end()),
+                          row_dim, read);
+}
+
+}  // namespace sampan
