@@ -22,12 +22,19 @@ void ShardedTable::BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
                               std::vector<uint32_t>* slots) {
   for (uint32_t slot : sh.dirty_slots) {
     if (sh.state[slot] != kDirty) continue;  // listed twice
-    const float* row = sh.rows[slot];
-    store_->PutRow(wb, sh.slot_key[slot], row, acc_.stored_floats(row));
     sh.state[slot] = kFlushing;
     slots->push_back(slot);
   }
   sh.dirty_slots.clear();
+  // Keys in order: RocksDB's memtable inserts sorted keys far faster (its
+  // skiplist reuses the previous insert's position).
+  std::sort(slots->begin(), slots->end(), [&sh](uint32_t a, uint32_t b) {
+    return sh.slot_key[a] < sh.slot_key[b];
+  });
+  for (uint32_t slot : *slots) {
+    const float* row = sh.rows[slot];
+    store_->PutRow(wb, sh.slot_key[slot], row, acc_.stored_floats(row));
+  }
   if (sh.first_dirty_lsn != 0) {
     // The rows above plus the clean ones already stored are the shard after
     // every record up to applied_lsn: write that cut with them.

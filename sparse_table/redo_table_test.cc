@@ -234,7 +234,9 @@ TEST(RedoTableTest, ConcurrentPushesPullsAndFlushesAllLand) {
           EXPECT_TRUE((*t)->Push(b).ok());
           EXPECT_TRUE((*t)->Pull(keys, true, out.data()).ok());
           // A retry of the push just acknowledged is a duplicate.
-          if (r % 10 == 0) EXPECT_EQ((*t)->Push(b)->applied_keys, 0u);
+          if (r % 10 == 0) {
+            EXPECT_EQ((*t)->Push(b)->applied_keys, 0u);
+          }
         }
       });
     }
