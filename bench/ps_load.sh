@@ -98,7 +98,6 @@ max_p99=$(cat "$TMP"/max-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -
 
 half=$(echo "$max_rate / 4 / $C" | bc)  # half the combined rate, in pulled keys/s per client
 run_clients "$half" half
-half_line=$(cat "$TMP"/half-*.out | head -1)
 half_rate=$(cat "$TMP"/half-*.out | sum_rate)
 p50=$(cat "$TMP"/half-*.out | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 p99=$(cat "$TMP"/half-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)

@@ -35,11 +35,14 @@ absl::StatusOr<PushResult> ShardedTable::Push(const PushBatch& b) {
   if (absl::Status st = CheckFinite(b, &skip, &result); !st.ok()) return st;
   std::string record;
   if (log_ != nullptr) {  // encoded before the locks: they guard no input
+    // After a failed log write nothing more is applied (reopen to recover).
+    if (absl::Status st = log_->status(); !st.ok()) return st;
     record = RedoLog::NewRecord(b.keys.size() * (16 + 4 * pull_dim()) + 32);
     EncodePush(b, pull_dim(), &record);
   }
   PushWork w;
   w.groups = GroupByShard(b.keys);
+  if (absl::Status st = Prefetch(b, skip, w); !st.ok()) return st;
   uint64_t wait_lsn = 0;
   {
     ShardLocks locks(shards_, w.groups);
@@ -96,15 +99,49 @@ absl::Status ShardedTable::CheckFinite(const PushBatch& b,
   return absl::OkStatus();
 }
 
+absl::Status ShardedTable::Prefetch(const PushBatch& b,
+                                    const std::vector<uint8_t>& skip,
+                                    PushWork& w) {
+  if (store_ == nullptr) return absl::OkStatus();
+  std::vector<uint64_t> keys;
+  w.epochs.resize(w.groups.size());
+  for (size_t g = 0; g < w.groups.size(); ++g) {
+    Shard& sh = shards_[w.groups[g].shard];
+    std::lock_guard<std::mutex> lock(sh.mu);
+    w.epochs[g] = sh.evict_epoch;
+    for (uint32_t i : w.groups[g].idx) {
+      if (!skip[i] && sh.index.Find(b.keys[i]) == HashIndex::kEmpty) {
+        keys.push_back(b.keys[i]);
+      }
+    }
+  }
+  if (keys.empty()) return absl::OkStatus();
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<std::string> values;
+  if (absl::Status st = store_->MultiGet(keys, &values); !st.ok()) return st;
+  w.prefetched.reserve(keys.size());
+  for (size_t j = 0; j < keys.size(); ++j) {
+    w.prefetched.emplace(keys[j], std::move(values[j]));
+  }
+  return absl::OkStatus();
+}
+
 // Picks the shards that apply the push (replay_lsn > 0: those whose cut is
 // below it) and computes every changed row into w.scratch.
 absl::Status ShardedTable::Compute(const PushBatch& b,
                                    const std::vector<uint8_t>& skip,
                                    uint64_t replay_lsn, PushWork& w,
                                    PushResult& result) {
-  std::vector<uint64_t> fetch_keys;
-  std::vector<uint32_t> fetch_slots;
-  for (const Group& g : w.groups) {
+  struct Miss {
+    uint32_t u;  // unique key index
+    const std::string* value;
+  };
+  std::vector<Miss> misses;
+  std::vector<uint64_t> fetch_keys;  // misses without a usable prefetch
+  std::vector<size_t> fetch_at;
+  for (size_t gi = 0; gi < w.groups.size(); ++gi) {
+    const Group& g = w.groups[gi];
     Shard& sh = shards_[g.shard];
     if (replay_lsn != 0 && replay_lsn <= sh.applied_lsn) continue;
     if (b.sequence != 0) {
@@ -115,6 +152,8 @@ absl::Status ShardedTable::Compute(const PushBatch& b,
       }
     }
     w.live.push_back(&g);
+    const bool prefetch_valid =
+        gi < w.epochs.size() && w.epochs[gi] == sh.evict_epoch;
     for (uint32_t i : g.idx) {
       if (skip[i]) continue;
       auto [it, inserted] = w.slot_of.try_emplace(b.keys[i], w.ukeys.size());
@@ -126,10 +165,18 @@ absl::Status ShardedTable::Compute(const PushBatch& b,
       float* row = &w.scratch[w.scratch.size() - stride_];
       if (const float* hot = Find(sh, b.keys[i])) {
         std::memcpy(row, hot, stride_ * sizeof(float));
-      } else {
-        fetch_keys.push_back(b.keys[i]);
-        fetch_slots.push_back(w.ukeys.size() - 1);
+        continue;
       }
+      const std::string* value = nullptr;
+      if (prefetch_valid) {
+        auto pre = w.prefetched.find(b.keys[i]);
+        if (pre != w.prefetched.end()) value = &pre->second;
+      }
+      if (value == nullptr) {
+        fetch_at.push_back(misses.size());
+        fetch_keys.push_back(b.keys[i]);
+      }
+      misses.push_back({uint32_t(w.ukeys.size() - 1), value});
     }
   }
   std::vector<std::string> values(fetch_keys.size());
@@ -138,12 +185,15 @@ absl::Status ShardedTable::Compute(const PushBatch& b,
       return st;
     }
   }
-  for (size_t f = 0; f < fetch_keys.size(); ++f) {
-    const uint32_t u = fetch_slots[f];
+  for (size_t f = 0; f < fetch_at.size(); ++f) {
+    misses[fetch_at[f]].value = &values[f];
+  }
+  for (const Miss& m : misses) {
+    const uint32_t u = m.u;
     float* row = &w.scratch[size_t{u} * stride_];
-    if (!values[f].empty()) {
-      if (!acc_.Load(reinterpret_cast<const float*>(values[f].data()),
-                     values[f].size() / sizeof(float), row)) {
+    if (!m.value->empty()) {
+      if (!acc_.Load(reinterpret_cast<const float*>(m.value->data()),
+                     m.value->size() / sizeof(float), row)) {
         return absl::DataLossError(
             absl::StrCat("row of key ", w.ukeys[u], " has a bad size"));
       }
@@ -253,6 +303,7 @@ void ShardedTable::TrimToBudget(Shard& sh) {
     const uint64_t key = sh.slot_key[keep];
     if (sh.index.Find(key) == keep) {
       sh.index.Erase(key);
+      ++sh.evict_epoch;
       evictions_.fetch_add(1, std::memory_order_relaxed);
     }
   }

@@ -338,6 +338,11 @@ absl::Status RedoLog::DeleteBelow(uint64_t lsn) {
   return absl::OkStatus();
 }
 
+absl::Status RedoLog::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
 uint64_t RedoLog::last_lsn() const {
   std::lock_guard<std::mutex> lock(mu_);
   return last_appended_;

@@ -79,6 +79,8 @@ class RedoLog {
   // effects are durable elsewhere); may begin a new segment for that.
   absl::Status DeleteBelow(uint64_t lsn);
 
+  // OK, or the sticky error of a failed write.
+  absl::Status status() const;
   uint64_t last_lsn() const;
   uint64_t disk_bytes() const;
 

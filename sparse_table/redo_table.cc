@@ -2,6 +2,7 @@
 // recovery (the design is in sharded_table.h).
 
 #include <algorithm>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -172,6 +173,25 @@ void ShardedTable::StopFlusher() {
   if (flusher_.joinable()) flusher_.join();
 }
 
+std::string ShardedTable::RedoLogDir() const {
+  return absl::StrCat(o_.data_dir, "/redo-", o_.table_name);
+}
+
+absl::Status ShardedTable::CloseRedoLog() {
+  StopFlusher();
+  absl::Status st = PersistAndLockAll();
+  ReleaseAll();
+  if (!st.ok()) return st;
+  log_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(RedoLogDir(), ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("remove ", RedoLogDir(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ShardedTable::OpenRedoLog() {
   uint64_t min_lsn = 0;
   for (Shard& sh : shards_) {
@@ -179,7 +199,7 @@ absl::Status ShardedTable::OpenRedoLog() {
     min_lsn = std::max(min_lsn, sh.applied_lsn);
   }
   RedoLog::Options lo;
-  lo.dir = absl::StrCat(o_.data_dir, "/redo-", o_.table_name);
+  lo.dir = RedoLogDir();
   lo.sync = o_.durability == Durability::kSync;
   uint64_t replayed = 0;
   auto log =

@@ -159,6 +159,18 @@ TEST(RedoTableTest, ReplayOnTopOfPartialFlushesEqualsTheLiveTable) {
   ExpectReplayEqualsLive("partial");
 }
 
+TEST(RedoTableTest, ReopeningInRocksDbWalModeReplaysTheRedoLogFirst) {
+  TableOptions o = CaseOptions("unflushed", FreshDir("switch"));
+  auto mem = NewMemoryTable(o);
+  for (const Step& s : Workload(mem->pull_dim())) Apply(*mem, s);
+  PushThenDie("unflushed", o.data_dir);
+  o.durability_log = DurabilityLog::kRocksDbWal;
+  auto t = NewTable(o);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(PullAll(**t), PullAll(*mem));
+  EXPECT_FALSE(std::filesystem::exists(o.data_dir + "/redo-table0"));
+}
+
 TEST(RedoTableTest, SnapshotIncludesDirtyRows) {
   const std::string dir = FreshDir("snap");
   TableOptions o = Options(dir);

@@ -99,6 +99,9 @@ struct Shard {
   // Bumped by every applied push; a pull that read RocksDB unlocked re-reads
   // when it changed.
   uint64_t version ABSL_GUARDED_BY(mu) = 0;
+  // Bumped whenever a row leaves the hot tier: a row that was not hot and
+  // stayed so while this held still has the value RocksDB had.
+  uint64_t evict_epoch ABSL_GUARDED_BY(mu) = 0;
   // Last applied push sequence per writer (exactly-once).
   absl::flat_hash_map<uint64_t, uint64_t> last_sequence ABSL_GUARDED_BY(mu);
   AdmissionFilter admission ABSL_GUARDED_BY(mu);
@@ -134,6 +137,10 @@ struct PushWork {
   std::vector<uint32_t> ushard;
   std::vector<uint8_t> admitted;
   std::vector<float> scratch;
+  // Stored rows of the keys that were not hot, read before the locks were
+  // taken; usable for a group while its shard's evict_epoch is epochs[g].
+  absl::flat_hash_map<uint64_t, std::string> prefetched;
+  std::vector<uint64_t> epochs;
 };
 
 class ShardedTable final : public SparseTable {
@@ -146,6 +153,11 @@ class ShardedTable final : public SparseTable {
   // Redo log mode: replays the log in <data_dir>/redo-<table_name>, makes
   // the result durable in RocksDB and starts the flusher.
   absl::Status OpenRedoLog();
+  // Makes what a redo log left durable in RocksDB and deletes the log (a
+  // table reopened with durability_log = kRocksDbWal after a crash).
+  absl::Status CloseRedoLog();
+  std::string RedoLogDir() const;
+  bool has_redo_log() const { return log_ != nullptr; }
 
   uint32_t pull_dim() const override { return acc_.pull_dim(); }
   absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
@@ -184,6 +196,10 @@ class ShardedTable final : public SparseTable {
   // Push steps (push.cc). Shard locks of w.groups held for the last three.
   absl::Status CheckFinite(const PushBatch& b, std::vector<uint8_t>* skip,
                            PushResult* result);
+  // Reads the rows of the keys not in the hot tier without holding the
+  // shard locks, so that a push holds them only to compute.
+  absl::Status Prefetch(const PushBatch& b, const std::vector<uint8_t>& skip,
+                        PushWork& w);
   absl::Status Compute(const PushBatch& b, const std::vector<uint8_t>& skip,
                        uint64_t replay_lsn, PushWork& w, PushResult& result);
   absl::Status WriteThrough(const PushBatch& b, const PushWork& w);

@@ -113,6 +113,7 @@ uint32_t ShardedTable::EvictClean(Shard& sh) {
       continue;
     }
     sh.index.Erase(sh.slot_key[slot]);
+    ++sh.evict_epoch;
     evictions_.fetch_add(1, std::memory_order_relaxed);
     return slot;
   }
@@ -123,6 +124,7 @@ void ShardedTable::Remove(Shard& sh, uint64_t key) {
   const uint32_t slot = sh.index.Find(key);
   if (slot == HashIndex::kEmpty) return;
   sh.index.Erase(key);
+  ++sh.evict_epoch;
   sh.free_slots.push_back(slot);
   if (store_ != nullptr) sh.referenced[slot] = 0;
 }
@@ -149,6 +151,7 @@ void ShardedTable::ClearHot() {
     sh.dirty_slots.clear();
     sh.unclean = 0;
     ++sh.version;
+    ++sh.evict_epoch;
   }
 }
 

@@ -138,8 +138,14 @@ absl::StatusOr<std::unique_ptr<SparseTable>> NewRocksDbTable(
   if (!store.ok()) return store.status();
   auto table = std::make_unique<ShardedTable>(options, *std::move(store));
   if (absl::Status st = table->LoadSequences(); !st.ok()) return st;
-  if (options.durability_log == DurabilityLog::kRedoLog) {
+  // A log left by an earlier redo-log run is replayed whatever the mode now.
+  std::error_code ec;
+  const bool redo = options.durability_log == DurabilityLog::kRedoLog;
+  if (redo || std::filesystem::exists(table->RedoLogDir(), ec)) {
     if (absl::Status st = table->OpenRedoLog(); !st.ok()) return st;
+  }
+  if (!redo && table->has_redo_log()) {
+    if (absl::Status st = table->CloseRedoLog(); !st.ok()) return st;
   }
   return std::unique_ptr<SparseTable>(std::move(table));
 }
