@@ -115,15 +115,15 @@ absl::Status ShardedTable::PersistAndLockAll() {
   for (Shard& sh : shards_) sh.flush_mu.lock();
   LockAll();
   if (log_ == nullptr) return absl::OkStatus();
-  rocksdb::WriteBatch wb;
-  std::vector<std::vector<uint32_t>> slots(shards_.size());
-  for (uint32_t s = 0; s < shards_.size(); ++s) {
-    BeginFlush(shards_[s], s, &wb, &slots[s]);
-  }
-  absl::Status st =
-      wb.Count() == 0 ? absl::OkStatus() : store_->WriteUnlogged(&wb);
-  for (uint32_t s = 0; s < shards_.size(); ++s) {
-    EndFlush(shards_[s], slots[s], st.ok());
+  // One batch per shard (its cut is per shard): a batch of the whole hot
+  // tier would double the memory it takes.
+  absl::Status st;
+  for (uint32_t s = 0; s < shards_.size() && st.ok(); ++s) {
+    rocksdb::WriteBatch wb;
+    std::vector<uint32_t> slots;
+    BeginFlush(shards_[s], s, &wb, &slots);
+    if (wb.Count() > 0) st = store_->WriteUnlogged(&wb);
+    EndFlush(shards_[s], slots, st.ok());
   }
   if (st.ok()) st = store_->FlushMemtable();
   if (st.ok()) st = log_->DeleteBelow(log_->last_lsn() + 1);
