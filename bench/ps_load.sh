@@ -6,12 +6,13 @@
 # in-process RocksDB table (C processes), so the RPC overhead shows as a ratio;
 # then the RPC run again paced at half its maximum for the latency figure.
 #
-# usage: [BACKEND=ROCKSDB|MEMORY] bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
+# usage: [BACKEND=ROCKSDB|MEMORY] [LOG=REDO_LOG|ROCKSDB_WAL]
+#        bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
 #        (after `make build`)
 set -euo pipefail
 trap 'echo "bench/ps_load.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
-P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; BATCH=4096; DIM=16; SHARDS=64
+P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; BATCH=4096; DIM=16; SHARDS=64
 SAMPAN=bazel-bin/cli/sampan; CLIENT=bazel-bin/bench/ps_load_client
 TMP=$(mktemp -d /tmp/sampan-psload.XXXXXX)
 pids=()
@@ -39,7 +40,9 @@ sum_rate() { awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = k
 inproc=()
 for c in $(seq 1 "$C"); do
   dir_flag=""
-  if [ "$BACKEND" = ROCKSDB ]; then dir_flag="--data_dir=$TMP/inproc-$c"; fi
+  if [ "$BACKEND" = ROCKSDB ]; then
+    dir_flag="--data_dir=$TMP/inproc-$c --durability_log=$LOG"
+  fi
   "$CLIENT" --mode=inprocess $dir_flag --seconds="$SECS" \
     --batch=$BATCH --dim=$DIM --seed="$c" > "$TMP/inproc-$c.out" &
   inproc+=($!)
@@ -52,6 +55,7 @@ cat > "$TMP/job.yaml" <<YAML
 cluster: {num_pservers: $P, num_trainers: 1}
 model: {type: FM, embedding_dim: $((DIM - 1))}
 table: {num_shards: $SHARDS, backend: $BACKEND, durability: WAL,
+        durability_log: $LOG,
         hot_tier_bytes: 1073741824, data_dir: $TMP/tables}
 output_dir: $TMP/out
 YAML
@@ -94,13 +98,12 @@ max_p99=$(cat "$TMP"/max-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -
 
 half=$(echo "$max_rate / 4 / $C" | bc)  # half the combined rate, in pulled keys/s per client
 run_clients "$half" half
-half_line=$(cat "$TMP"/half-*.out | head -1)
 half_rate=$(cat "$TMP"/half-*.out | sum_rate)
 p50=$(cat "$TMP"/half-*.out | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 p99=$(cat "$TMP"/half-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 p999=$(cat "$TMP"/half-*.out | sed -n 's/.*p999_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 
-echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL when ROCKSDB)"
+echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL in $LOG when ROCKSDB)"
 echo "raw loopback TCP (iperf3):            $tcp_gbps Gbit/s"
 echo "in-process $BACKEND table, $C procs:   $inproc_rate keys/s (pull + push)"
 echo "RPC fleet, max load:                  $max_rate keys/s (pull + push), pull p99 ${max_p99} ms"

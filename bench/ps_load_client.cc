@@ -7,7 +7,8 @@
 //   keys_pulled=N keys_pushed=N seconds=S p50_ms=.. p99_ms=.. p999_ms=..
 // --mode=inprocess drives a table in this process with the same loop (no
 // RPC): the ceiling the RPC path is compared with; with --data_dir its
-// table is RocksDB-backed (WAL durability) like the pservers'.
+// table is RocksDB-backed (WAL durability, --durability_log) like the
+// pservers'.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -70,6 +71,10 @@ int Run(const Flags& flags) {
       t.backend = Backend::kRocksDb;
       t.data_dir = flags.Get("data_dir");
       t.hot_tier_bytes = 1ull << 30;
+      t.durability_log =
+          flags.Get("durability_log", "REDO_LOG") == "ROCKSDB_WAL"
+              ? DurabilityLog::kRocksDbWal
+              : DurabilityLog::kRedoLog;
     }
     auto made = NewTable(t);
     if (!made.ok()) return 1;
@@ -151,7 +156,8 @@ int main(int argc, char** argv) {
   auto flags = sampan::Flags::Parse(
       argc, argv, 1,
       {"pservers", "batch", "dim", "seconds", "target_keys_per_sec", "mode",
-       "num_shards", "key_space", "seed", "data_dir", "batches"});
+       "num_shards", "key_space", "seed", "data_dir", "batches",
+       "durability_log"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
     return 2;

@@ -4,11 +4,20 @@
 # each figure. Build first: bazel build //bench:sparse_table_bench
 #
 #   bench/sparse_table_bench.sh [ROWS=1000000] [REPS=3] [DIMS="8 16 64"]
+#                               [CASES="hashmap memory hot cold"]
+#                               [LOGS="redo rocksdb_wal"] [SYNC=0|1]
+#
+# The RocksDB cases (hot, cold) run once per durability log in LOGS, in
+# alternation, labelled case=hot/redo etc.; SYNC=1 also runs hot with
+# durability sync (fdatasync before each ack) per log.
 set -euo pipefail
 ROWS=${ROWS:-1000000}
 REPS=${REPS:-3}
 DIMS=${DIMS:-"8 16 64"}
 BATCHES=${BATCHES:-100}
+CASES=${CASES:-"hashmap memory hot cold"}
+LOGS=${LOGS:-"redo rocksdb_wal"}
+SYNC=${SYNC:-0}
 BIN=${BIN:-bazel-bin/bench/sparse_table_bench}
 DIR=${TMPDIR:-/tmp}/sparse_table_bench.$$
 OUT=$DIR/results.txt
@@ -17,11 +26,23 @@ trap 'rm -rf "$DIR/db" "$DIR/rocks"' EXIT
 
 for dim in $DIMS; do
   for rep in $(seq "$REPS"); do
-    for c in hashmap memory hot cold; do
-      "$BIN" --case=$c --dim="$dim" --rows="$ROWS" --batches="$BATCHES" \
-        --dir="$DIR/rocks" >>"$OUT"
+    for c in $CASES; do
+      if [ "$c" = hot ] || [ "$c" = cold ]; then
+        for log in $LOGS; do
+          "$BIN" --case=$c --dim="$dim" --rows="$ROWS" --batches="$BATCHES" \
+            --dir="$DIR/rocks" --log="$log" | sed "s|case=$c |case=$c/$log |" >>"$OUT"
+          if [ "$SYNC" = 1 ] && [ "$c" = hot ]; then
+            "$BIN" --case=$c --dim="$dim" --rows="$ROWS" --batches="$BATCHES" \
+              --dir="$DIR/rocks" --log="$log" --durability=sync |
+              sed "s|case=$c |case=$c-sync/$log |" >>"$OUT"
+          fi
+        done
+      else
+        "$BIN" --case=$c --dim="$dim" --rows="$ROWS" --batches="$BATCHES" \
+          --dir="$DIR/rocks" >>"$OUT"
+      fi
     done
-    vb=$(grep "case=memory dim=$dim " "$OUT" | head -1 |
+    vb=$(grep "dim=$dim .*value_bytes=" "$OUT" | head -1 |
       sed 's/.*value_bytes=\([0-9]*\).*/\1/')
     rm -rf "$DIR/db"
     # Same key (9 bytes) and value (row + 4-byte epoch) sizes, batches of
@@ -43,13 +64,13 @@ vals = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     f = dict(kv.split("=", 1) for kv in line.split())
     for k, v in f.items():
-        if k in ("case", "dim"):
+        if k in ("case", "dim", "log", "durability"):
             continue
         try:
             vals[(f["dim"], f["case"], k)].append(float(v))
         except ValueError:
             pass
 for (dim, case, k), v in sorted(vals.items(), key=lambda x: (int(x[0][0]), x[0][1], x[0][2])):
-    print(f"dim={dim} {case:9s} {k:28s} median={statistics.median(v):.1f} n={len(v)} all={v}")
+    print(f"dim={dim} {case:22s} {k:28s} median={statistics.median(v):.1f} n={len(v)} all={v}")
 PY
 echo "raw: $OUT"

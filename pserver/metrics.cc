@@ -60,6 +60,20 @@ PserverMetrics* Build() {
                        .Help("Rows in the sparse table (at the last Stats).")
                        .Register(r)
                        .Add({});
+  m->table_dirty_rows =
+      &prometheus::BuildGauge()
+           .Name("sampan_table_dirty_rows")
+           .Help(
+               "Hot-tier rows changed but not yet written to RocksDB "
+               "(redo log mode).")
+           .Register(r)
+           .Add({});
+  m->table_redo_log_bytes =
+      &prometheus::BuildGauge()
+           .Name("sampan_table_redo_log_bytes")
+           .Help("Bytes of the table's redo log segment files.")
+           .Register(r)
+           .Add({});
   m->duplicate_keys =
       &prometheus::BuildCounter()
            .Name("sampan_pserver_duplicate_push_keys_total")

@@ -31,6 +31,9 @@ struct PserverMetrics {
   prometheus::Family<prometheus::Counter>* requests;
   prometheus::Gauge* queue_depth;
   prometheus::Gauge* table_rows;
+  // Redo log: hot rows not yet written to RocksDB, and bytes of log files.
+  prometheus::Gauge* table_dirty_rows;
+  prometheus::Gauge* table_redo_log_bytes;
   prometheus::Counter* duplicate_keys;
   prometheus::Counter* rejected_gradients;
 };

@@ -35,7 +35,10 @@ class PserverImpl final : public Pserver,
   grpc::Service* service() override { return this; }
 
   void RefreshGauges() override {
-    metrics_->table_rows->Set(table_->Stats().rows);
+    const TableStats stats = table_->Stats();
+    metrics_->table_rows->Set(stats.rows);
+    metrics_->table_dirty_rows->Set(stats.dirty_rows);
+    metrics_->table_redo_log_bytes->Set(stats.redo_log_bytes);
     metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
   }
 

@@ -2,7 +2,7 @@
 // each acknowledged sequence on its own line, flushed, so the parent knows
 // exactly what was acknowledged when it SIGKILLs us.
 //
-//   crash_child DIR wal|sync WRITER FIRST_SEQUENCE
+//   crash_child DIR wal|sync WRITER FIRST_SEQUENCE [redo|rocksdb_wal]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,12 +20,17 @@ std::vector<uint64_t> CrashKeysOf(uint64_t seq) {
 }
 
 int CrashChildMain(int argc, char** argv) {
-  if (argc != 5) return 2;
+  if (argc != 5 && argc != 6) return 2;
   TableOptions o;
   o.backend = Backend::kRocksDb;
   o.data_dir = argv[1];
   o.durability =
       std::string(argv[2]) == "sync" ? Durability::kSync : Durability::kWal;
+  o.durability_log = argc == 6 && std::string(argv[5]) == "rocksdb_wal"
+                         ? DurabilityLog::kRocksDbWal
+                         : DurabilityLog::kRedoLog;
+  o.flush_interval_ms = 5;  // flushes land between kills
+  o.redo_log_bytes = 4096;  // and so do memtable flushes and log deletions
   o.num_shards = 8;
   o.embedding_dim = 0;
   o.rule = OptimizerRule::kSgd;

@@ -1,7 +1,8 @@
-// Crash safety of the RocksDB backend: a child process pushes continuously
-// and is SIGKILLed after a random number of acknowledgements (0 included, so
-// some kills land while it opens the database), 24 times, alternating sync
-// and wal durability. After every kill the parent reopens the table and
+// Crash safety of the RocksDB backend, for each durability log (RocksDB's
+// WAL, our redo log): a child process pushes continuously and is SIGKILLed
+// after a random number of acknowledgements (0 included, so some kills land
+// while it opens the database or replays the log), 24 times, alternating
+// sync and wal durability. After every kill the parent reopens the table and
 // checks that the applied pushes are exactly 1..L with L the last
 // acknowledged sequence or the one after it (written, killed before the
 // ack): every acknowledged push present, none twice. Each restarted child
@@ -42,8 +43,8 @@ std::string ChildPath() {
 
 // Starts the child, reads `acks` acknowledgements, SIGKILLs it, then drains
 // the pipe. Returns the last acknowledged sequence (first - 1 if none).
-uint64_t RunAndKill(const std::string& dir, bool sync, uint64_t first,
-                    int acks) {
+uint64_t RunAndKill(const std::string& dir, const char* log, bool sync,
+                    uint64_t first, int acks) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   const std::string child = ChildPath(), seq = std::to_string(first),
@@ -54,7 +55,7 @@ uint64_t RunAndKill(const std::string& dir, bool sync, uint64_t first,
     close(fds[0]);
     close(fds[1]);
     execl(child.c_str(), child.c_str(), dir.c_str(), sync ? "sync" : "wal",
-          writer.c_str(), seq.c_str(), static_cast<char*>(nullptr));
+          writer.c_str(), seq.c_str(), log, static_cast<char*>(nullptr));
     _exit(127);
   }
   close(fds[1]);
@@ -79,11 +80,17 @@ std::vector<int> ExpectedCounts(uint64_t last) {
   return counts;
 }
 
-TEST(CrashTest, EveryAcknowledgedPushSurvivesSigkillExactlyOnce) {
+class CrashTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CrashTest, EveryAcknowledgedPushSurvivesSigkillExactlyOnce) {
   const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/crash_db";
+  const std::string dir =
+      std::string(tmp ? tmp : "/tmp") + "/crash_db_" + GetParam();
   std::filesystem::remove_all(dir);
   TableOptions o;
+  o.durability_log = std::string(GetParam()) == "rocksdb_wal"
+                         ? DurabilityLog::kRocksDbWal
+                         : DurabilityLog::kRedoLog;
   o.backend = Backend::kRocksDb;
   o.data_dir = dir;
   o.num_shards = 8;
@@ -98,7 +105,7 @@ TEST(CrashTest, EveryAcknowledgedPushSurvivesSigkillExactlyOnce) {
   int kills_past_ack = 0;
   for (int round = 0; round < 24; ++round) {
     const int acks = std::uniform_int_distribution<int>(0, 120)(rng);
-    acked = RunAndKill(dir, round % 2 == 0, acked + 1, acks);
+    acked = RunAndKill(dir, GetParam(), round % 2 == 0, acked + 1, acks);
     auto table = NewTable(o);
     ASSERT_TRUE(table.ok()) << table.status();
     std::vector<float> w(all.size());
@@ -114,10 +121,16 @@ TEST(CrashTest, EveryAcknowledgedPushSurvivesSigkillExactlyOnce) {
   }
   EXPECT_GT(acked, 100u);
   std::printf(
-      "24 kills, %llu pushes acknowledged, %d killed between write "
+      "%s: 24 kills, %llu pushes acknowledged, %d killed between write "
       "and ack\n",
-      static_cast<unsigned long long>(acked), kills_past_ack);
+      GetParam(), static_cast<unsigned long long>(acked), kills_past_ack);
 }
+
+INSTANTIATE_TEST_SUITE_P(BothLogs, CrashTest,
+                         ::testing::Values("redo", "rocksdb_wal"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           return std::string(i.param);
+                         });
 
 }  // namespace
 }  // namespace sampan

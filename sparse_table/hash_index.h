@@ -32,6 +32,12 @@ class SlotKeys {
     if (size_ % kChunk == 0) chunks_.emplace_back(new uint64_t[kChunk]);
     chunks_.back()[size_++ % kChunk] = key;
   }
+  // Keeps the first n slots, freeing the chunks past them.
+  void Truncate(uint32_t n) {
+    if (n >= size_) return;
+    size_ = n;
+    chunks_.resize((size_t{n} + kChunk - 1) / kChunk);
+  }
   size_t bytes() const { return chunks_.size() * kChunk * sizeof(uint64_t); }
 
  private:

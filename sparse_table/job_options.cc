@@ -54,6 +54,11 @@ TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index) {
   o.data_dir = absl::StrCat(root, "/pserver-", pserver_index);
   o.hot_tier_bytes = t.hot_tier_bytes();
   o.durability = t.durability() == SYNC ? Durability::kSync : Durability::kWal;
+  if (t.durability_log() == ROCKSDB_WAL) {
+    o.durability_log = DurabilityLog::kRocksDbWal;
+  } else if (t.durability_log() == REDO_LOG) {
+    o.durability_log = DurabilityLog::kRedoLog;
+  }
   const AccessorConfig& a = t.accessor();
   o.nonclk_coeff = a.nonclk_coeff();
   o.click_coeff = a.click_coeff();

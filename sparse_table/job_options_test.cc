@@ -30,6 +30,7 @@ TEST(JobOptionsTest, RocksDbFieldsMap) {
       "  data_dir: /data/t\n"
       "  hot_tier_bytes: 2000000\n"
       "  durability: SYNC\n"
+      "  durability_log: ROCKSDB_WAL\n"
       "  optimizer: {type: FTRL, learning_rate: 0.1, l1: 0.5,"
       " min_weight: -2, max_weight: 3, non_finite: SKIP_KEY}\n"
       "  admission: {min_pushes: 3, probability: 0.5}\n"
@@ -41,6 +42,7 @@ TEST(JobOptionsTest, RocksDbFieldsMap) {
   EXPECT_EQ(o.data_dir, "/data/t/pserver-0");
   EXPECT_EQ(o.hot_tier_bytes, 2000000u);
   EXPECT_EQ(o.durability, Durability::kSync);
+  EXPECT_EQ(o.durability_log, DurabilityLog::kRocksDbWal);
   EXPECT_EQ(o.rule, OptimizerRule::kFtrl);
   EXPECT_FLOAT_EQ(o.l1, 0.5f);
   EXPECT_FLOAT_EQ(o.min_weight, -2.0f);

@@ -18,8 +18,17 @@ std::string FreshDir(const std::string& name) {
   return dir;
 }
 
+// Every test runs once per durability log (the fixture sets it).
+DurabilityLog durability_log = DurabilityLog::kRedoLog;
+
+class RocksDbTableTest : public ::testing::TestWithParam<DurabilityLog> {
+ protected:
+  void SetUp() override { durability_log = GetParam(); }
+};
+
 TableOptions Options(const std::string& dir, OptimizerRule rule, uint32_t dim) {
   TableOptions o;
+  o.durability_log = durability_log;
   o.backend = Backend::kRocksDb;
   o.data_dir = dir;
   o.num_shards = 4;
@@ -67,7 +76,7 @@ std::vector<uint64_t> Range(uint64_t from, uint64_t n) {
   return keys;
 }
 
-TEST(RocksDbTableTest, CleanReopenServesIdenticalRows) {
+TEST_P(RocksDbTableTest, CleanReopenServesIdenticalRows) {
   const std::string dir = FreshDir("reopen");
   const auto keys = Range(100, 300);
   std::vector<float> before;
@@ -89,7 +98,7 @@ TEST(RocksDbTableTest, CleanReopenServesIdenticalRows) {
   EXPECT_EQ(PushOnes(*t, keys, 1, 3)->applied_keys, keys.size());
 }
 
-TEST(RocksDbTableTest, MatchesMemoryBackendWithSmallHotTier) {
+TEST_P(RocksDbTableTest, MatchesMemoryBackendWithSmallHotTier) {
   const std::string dir = FreshDir("match");
   for (OptimizerRule rule : {OptimizerRule::kSgd, OptimizerRule::kAdagrad,
                              OptimizerRule::kAdam, OptimizerRule::kFtrl}) {
@@ -120,7 +129,7 @@ TEST(RocksDbTableTest, MatchesMemoryBackendWithSmallHotTier) {
   }
 }
 
-TEST(RocksDbTableTest, ShrinkDeletesDurably) {
+TEST_P(RocksDbTableTest, ShrinkDeletesDurably) {
   const std::string dir = FreshDir("shrink");
   TableOptions o = Options(dir, OptimizerRule::kSgd, 2);
   o.delete_threshold = 0.15f;  // nonclk 0.1: show >= 2 survives one decay
@@ -141,7 +150,7 @@ TEST(RocksDbTableTest, ShrinkDeletesDurably) {
   }
 }
 
-TEST(RocksDbTableTest, SnapshotRestoreEqualsTableAtSnapshot) {
+TEST_P(RocksDbTableTest, SnapshotRestoreEqualsTableAtSnapshot) {
   const std::string dir = FreshDir("snap"), snap = FreshDir("snap_copy");
   const TableOptions o = Options(dir, OptimizerRule::kAdagrad, 4);
   const auto keys = Range(0, 500);
@@ -161,7 +170,7 @@ TEST(RocksDbTableTest, SnapshotRestoreEqualsTableAtSnapshot) {
   EXPECT_EQ(PushOnes(*t, keys, 3, 2)->applied_keys, keys.size());
 }
 
-TEST(RocksDbTableTest, FullPlusDeltasRestoreEqualsLiveTable) {
+TEST_P(RocksDbTableTest, FullPlusDeltasRestoreEqualsLiveTable) {
   const std::string dir = FreshDir("delta"), copy = FreshDir("delta_copy"),
                     full = FreshDir("delta_full"), d1 = FreshDir("d1"),
                     d2 = FreshDir("d2");
@@ -198,7 +207,7 @@ TEST(RocksDbTableTest, FullPlusDeltasRestoreEqualsLiveTable) {
   EXPECT_EQ(PushOnes(*t, all, 5, 3)->applied_keys, 0u);
 }
 
-TEST(RocksDbTableTest, BulkLoadServesTheLoadedValues) {
+TEST_P(RocksDbTableTest, BulkLoadServesTheLoadedValues) {
   const std::string dir = FreshDir("bulk");
   const TableOptions o = Options(dir, OptimizerRule::kAdagrad, 2);
   const auto keys = Range(1000, 300);
@@ -217,7 +226,7 @@ TEST(RocksDbTableTest, BulkLoadServesTheLoadedValues) {
   EXPECT_FLOAT_EQ(PullAll(*t, {1000})[0], 0.5f / std::sqrt(2.0f));
 }
 
-TEST(RocksDbTableTest, TablesInOneDirectoryAreSeparateColumnFamilies) {
+TEST_P(RocksDbTableTest, TablesInOneDirectoryAreSeparateColumnFamilies) {
   const std::string dir = FreshDir("cfs");
   TableOptions a = Options(dir, OptimizerRule::kSgd, 0), b = a;
   b.table_name = "second";
@@ -227,7 +236,7 @@ TEST(RocksDbTableTest, TablesInOneDirectoryAreSeparateColumnFamilies) {
   EXPECT_EQ(PullAll(*tb, {1})[0], 0.0f);
 }
 
-TEST(RocksDbTableTest, ConcurrentPullsAndPushesAllLand) {
+TEST_P(RocksDbTableTest, ConcurrentPullsAndPushesAllLand) {
   const std::string dir = FreshDir("threads");
   TableOptions o = Options(dir, OptimizerRule::kSgd, 0);
   o.hot_tier_bytes = 1;
@@ -248,10 +257,17 @@ TEST(RocksDbTableTest, ConcurrentPullsAndPushesAllLand) {
   for (float w : PullAll(*t, keys)) EXPECT_EQ(w, kThreads * kRounds);
 }
 
-TEST(RocksDbTableTest, MissingDataDirIsAnError) {
+TEST_P(RocksDbTableTest, MissingDataDirIsAnError) {
   TableOptions o = Options("", OptimizerRule::kSgd, 0);
   EXPECT_EQ(NewTable(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    BothLogs, RocksDbTableTest,
+    ::testing::Values(DurabilityLog::kRocksDbWal, DurabilityLog::kRedoLog),
+    [](const ::testing::TestParamInfo<DurabilityLog>& info) {
+      return info.param == DurabilityLog::kRedoLog ? "RedoLog" : "RocksDbWal";
+    });
 
 }  // namespace
 }  // namespace sampan

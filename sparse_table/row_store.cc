@@ -228,6 +228,42 @@ void RowStore::PutSequence(rocksdb::WriteBatch* batch, uint32_t shard,
   batch->Put(cf_, k, rocksdb::Slice(v, 8));
 }
 
+void RowStore::PutShardLsn(rocksdb::WriteBatch* batch, uint32_t shard,
+                           uint64_t lsn) {
+  std::string k(1, 'l');
+  PutBe(&k, shard, 4);
+  batch->Put(cf_, k, rocksdb::Slice(reinterpret_cast<const char*>(&lsn), 8));
+}
+
+absl::Status RowStore::WriteUnlogged(rocksdb::WriteBatch* batch) {
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  return FromRocks(db()->Write(wo, batch), "write without WAL");
+}
+
+absl::Status RowStore::FlushMemtable() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return FromRocks(db()->Flush(fo, cf_), "flush memtable");
+}
+
+absl::Status RowStore::ForEachShardLsn(
+    const std::function<void(uint32_t, uint64_t)>& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db()->NewIterator(rocksdb::ReadOptions(), cf_));
+  for (it->Seek("l"); it->Valid() && it->key().starts_with("l"); it->Next()) {
+    if (it->key().size() != 5 || it->value().size() != 8) {
+      return absl::DataLossError(absl::StrCat(
+          "malformed shard LSN record (key ", it->key().size(),
+          " bytes, value ", it->value().size(), "; expected 5 and 8)"));
+    }
+    uint64_t lsn;
+    std::memcpy(&lsn, it->value().data(), 8);
+    fn(uint32_t(GetBe(it->key().data() + 1, 4)), lsn);
+  }
+  return FromRocks(it->status(), "scan shard LSNs");
+}
+
 absl::Status RowStore::Write(rocksdb::WriteBatch* batch) {
   rocksdb::WriteOptions wo;
   wo.sync = sync_;

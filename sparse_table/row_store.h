@@ -8,6 +8,9 @@
 //                                       followed by the LE32 epoch it was
 //                                       last written in
 //   'x' + big-endian key             -> LE32 epoch a shrink deleted it in
+//   'l' + BE32 shard                 -> redo log mode: the LSN of the last
+//                                       log record the shard's stored rows
+//                                       and sequences include (LE64)
 //
 // Epochs order snapshots: every snapshot (full or delta) ends an epoch, so
 // a delta holds the rows and deletions stamped with the epoch it ends.
@@ -20,8 +23,11 @@
 //              type 3 sequence: u32 shard | u64 sequence (key = writer)
 //   trailer  u8 0 | u64 number of records
 // Records of each type appear in increasing key order.
-// A push is written as one WriteBatch holding its changed rows and the
-// sequences of the shards it touched, so both reach the WAL atomically.
+// RocksDB WAL mode: a push is written as one WriteBatch holding its changed
+// rows and the sequences of the shards it touched, so both reach the WAL
+// atomically. Redo log mode: a shard's flush is one WriteBatch of its dirty
+// rows, sequences and LSN, written without the WAL (the redo log has them
+// until FlushMemtable puts them in files).
 //
 // Thread-safe (RocksDB is); callers order writes to the same row themselves.
 #ifndef SAMPAN_SPARSE_TABLE_ROW_STORE_H_
@@ -60,12 +66,20 @@ class RowStore {
   void DeleteRow(rocksdb::WriteBatch* batch, uint64_t key);
   void PutSequence(rocksdb::WriteBatch* batch, uint32_t shard, uint64_t writer,
                    uint64_t sequence);
+  void PutShardLsn(rocksdb::WriteBatch* batch, uint32_t shard, uint64_t lsn);
   // Writes with the table's durability (sync or not); WAL always on.
   absl::Status Write(rocksdb::WriteBatch* batch);
+  // Writes to the memtable only (no WAL): lost in a crash until
+  // FlushMemtable, which writes the table's memtable to files and waits.
+  absl::Status WriteUnlogged(rocksdb::WriteBatch* batch);
+  absl::Status FlushMemtable();
 
   // Calls fn for every recorded (shard, writer, sequence).
   absl::Status ForEachSequence(
       const std::function<void(uint32_t, uint64_t, uint64_t)>& fn);
+  // Calls fn for every recorded (shard, LSN) (redo log mode).
+  absl::Status ForEachShardLsn(
+      const std::function<void(uint32_t, uint64_t)>& fn);
   // Calls fn(key, floats, n) for every row, in key order, from a consistent
   // view; fn's writes into the batch are committed every few thousand rows.
   absl::Status RewriteRows(

@@ -10,10 +10,13 @@
 // shards by ShardOf(); each shard has its own lock, taken once per request.
 //
 // Durability: the memory backend keeps nothing across restarts. The RocksDB
-// backend writes every push as one RocksDB WriteBatch (the changed rows plus
-// the writer's sequence for each shard it touched) to the write-ahead log
-// before Push returns, so an acknowledged push survives a process crash
-// (kWal) or a machine crash (kSync), and a replayed push changes nothing.
+// backend logs every push before Push returns, so an acknowledged push
+// survives a process crash (kWal) or a machine crash (kSync), and a replayed
+// push changes nothing. Where it is logged (DurabilityLog): in RocksDB's
+// write-ahead log as one WriteBatch of the changed rows plus the writer's
+// sequence per shard; or as one record of the push itself in the table's
+// redo log, the rows reaching RocksDB later in the background (and being
+// recovered from the log after a crash).
 #ifndef SAMPAN_SPARSE_TABLE_SPARSE_TABLE_H_
 #define SAMPAN_SPARSE_TABLE_SPARSE_TABLE_H_
 
@@ -35,6 +38,11 @@ enum class Durability {
   kWal,   // in RocksDB's WAL (OS page cache) before the ack: survives a crash
           // of the process, not of the machine
   kSync,  // WAL fsynced before the ack: survives a machine crash; slower
+};
+enum class DurabilityLog {
+  kRocksDbWal,  // each push is one RocksDB WriteBatch through its WAL
+  kRedoLog,     // each push is one record in our log (<data_dir>/redo-<table>);
+                // dirty rows are written to RocksDB in the background
 };
 enum class NonFinitePolicy {
   kRejectBatch,  // a NaN/Inf gradient fails the whole push; nothing applied
@@ -59,6 +67,12 @@ struct TableOptions {
   // a quarter RocksDB's memtables, an eighth its block cache.
   uint64_t hot_tier_bytes = 256ull << 20;
   Durability durability = Durability::kWal;
+  DurabilityLog durability_log = DurabilityLog::kRedoLog;
+  // Redo log: dirty rows reach RocksDB at least this often.
+  uint32_t flush_interval_ms = 500;
+  // Redo log: past this many bytes of log, RocksDB writes its memtable to
+  // files and the log below the flushed rows is deleted. Bounds recovery.
+  uint64_t redo_log_bytes = 256ull << 20;
   // RocksDB: block cache for cold reads (0 = an eighth of hot_tier_bytes,
   // between 1 and 64 MiB).
   uint64_t block_cache_bytes = 0;
@@ -145,6 +159,9 @@ struct TableStats {
   uint64_t unadmitted_keys = 0;  // pushed keys not (yet) admitted
   uint64_t duplicate_keys = 0;   // keys of replayed pushes
   uint64_t shrunk_rows = 0;      // rows deleted by Shrink
+  // Redo log: hot rows changed but not yet in RocksDB; bytes of log files.
+  uint64_t dirty_rows = 0;
+  uint64_t redo_log_bytes = 0;
 };
 
 class SparseTable {
@@ -177,7 +194,8 @@ class SparseTable {
   virtual absl::StatusOr<uint64_t> Shrink() = 0;
 
   // Makes everything acknowledged durable on disk even under kWal (fsyncs
-  // the WAL). No-op for the memory backend.
+  // the log; with the redo log also writes dirty rows to RocksDB). No-op
+  // for the memory backend.
   virtual absl::Status Flush() = 0;
 
   // Snapshots (RocksDB backend; Unimplemented for the memory backend). Each

@@ -1,0 +1,234 @@
+// ShardedTable's redo log mode: dirty rows, the flusher, log truncation and
+// recovery (the design is in sharded_table.h).
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "sparse_table/sharded_table.h"
+
+namespace sampan {
+
+void ShardedTable::MarkDirty(Shard& sh, uint32_t slot, uint64_t lsn) {
+  if (sh.state[slot] != kDirty) {
+    if (sh.state[slot] == kClean) ++sh.unclean;
+    sh.state[slot] = kDirty;
+    sh.dirty_slots.push_back(slot);
+  }
+  if (sh.first_dirty_lsn == 0) sh.first_dirty_lsn = lsn;
+}
+
+void ShardedTable::BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
+                              std::vector<uint32_t>* slots) {
+  for (uint32_t slot : sh.dirty_slots) {
+    if (sh.state[slot] != kDirty) continue;  // listed twice
+    sh.state[slot] = kFlushing;
+    slots->push_back(slot);
+  }
+  sh.dirty_slots.clear();
+  // Keys in order: RocksDB's memtable inserts sorted keys far faster (its
+  // skiplist reuses the previous insert's position).
+  std::sort(slots->begin(), slots->end(), [&sh](uint32_t a, uint32_t b) {
+    return sh.slot_key[a] < sh.slot_key[b];
+  });
+  for (uint32_t slot : *slots) {
+    const float* row = sh.rows[slot];
+    store_->PutRow(wb, sh.slot_key[slot], row, acc_.stored_floats(row));
+  }
+  if (sh.first_dirty_lsn != 0) {
+    // The rows above plus the clean ones already stored are the shard after
+    // every record up to applied_lsn: write that cut with them.
+    store_->PutShardLsn(wb, s, sh.applied_lsn);
+    for (const auto& [writer, seq] : sh.last_sequence) {
+      store_->PutSequence(wb, s, writer, seq);
+    }
+  }
+  sh.flushing_from = sh.first_dirty_lsn;
+  sh.first_dirty_lsn = 0;
+}
+
+void ShardedTable::EndFlush(Shard& sh, const std::vector<uint32_t>& slots,
+                            bool ok) {
+  for (uint32_t slot : slots) {
+    if (sh.state[slot] != kFlushing) continue;  // dirtied again meanwhile
+    if (ok) {
+      sh.state[slot] = kClean;
+      --sh.unclean;
+    } else {
+      sh.state[slot] = kDirty;
+      sh.dirty_slots.push_back(slot);
+    }
+  }
+  // On failure the rows are dirty since the flush's first LSN again (it is
+  // below any LSN a push set meanwhile).
+  if (!ok && sh.flushing_from != 0) sh.first_dirty_lsn = sh.flushing_from;
+  if (ok) flushed_rows_.fetch_add(slots.size(), std::memory_order_relaxed);
+  sh.flushing_from = 0;
+}
+
+// Writes outside the shard lock, so pulls of the shard go on meanwhile;
+// rows being written stay unevictable until RocksDB has them.
+absl::Status ShardedTable::FlushShard(uint32_t s) {
+  Shard& sh = shards_[s];
+  std::lock_guard<std::mutex> flushing(sh.flush_mu);
+  rocksdb::WriteBatch wb;
+  std::vector<uint32_t> slots;
+  {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    BeginFlush(sh, s, &wb, &slots);
+  }
+  absl::Status st =
+      wb.Count() == 0 ? absl::OkStatus() : store_->WriteUnlogged(&wb);
+  std::lock_guard<std::mutex> lock(sh.mu);
+  EndFlush(sh, slots, st.ok());
+  return st;
+}
+
+absl::Status ShardedTable::FlushAllShards() {
+  absl::Status first;
+  for (uint32_t s = 0; s < shards_.size(); ++s) first.Update(FlushShard(s));
+  return first;
+}
+
+uint64_t ShardedTable::UnflushedFrom() {
+  // Read first: every record up to it has been installed, so a shard it
+  // left unflushed shows it below.
+  uint64_t bound = log_->last_lsn() + 1;
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    for (uint64_t lsn : {sh.first_dirty_lsn, sh.flushing_from}) {
+      if (lsn != 0) bound = std::min(bound, lsn);
+    }
+  }
+  return bound;
+}
+
+absl::Status ShardedTable::TruncateLog() {
+  const uint64_t bound = UnflushedFrom();
+  // Rows were written without RocksDB's WAL: only its files keep them.
+  if (absl::Status st = store_->FlushMemtable(); !st.ok()) return st;
+  return log_->DeleteBelow(bound);
+}
+
+absl::Status ShardedTable::PersistAndLockAll() {
+  for (Shard& sh : shards_) sh.flush_mu.lock();
+  LockAll();
+  if (log_ == nullptr) return absl::OkStatus();
+  // One batch per shard (its cut is per shard): a batch of the whole hot
+  // tier would double the memory it takes.
+  absl::Status st;
+  for (uint32_t s = 0; s < shards_.size() && st.ok(); ++s) {
+    rocksdb::WriteBatch wb;
+    std::vector<uint32_t> slots;
+    BeginFlush(shards_[s], s, &wb, &slots);
+    if (wb.Count() > 0) st = store_->WriteUnlogged(&wb);
+    EndFlush(shards_[s], slots, st.ok());
+  }
+  if (st.ok()) st = store_->FlushMemtable();
+  if (st.ok()) st = log_->DeleteBelow(log_->last_lsn() + 1);
+  return st;
+}
+
+void ShardedTable::ReleaseAll() {
+  UnlockAll();
+  for (auto it = shards_.rbegin(); it != shards_.rend(); ++it) {
+    it->flush_mu.unlock();
+  }
+}
+
+absl::Status ShardedTable::Flush() {
+  if (store_ == nullptr) return absl::OkStatus();
+  if (log_ == nullptr) return store_->SyncWal();
+  absl::Status st = log_->Sync();
+  if (st.ok()) st = PersistAndLockAll();
+  ReleaseAll();
+  return st;
+}
+
+void ShardedTable::FlusherLoop() {
+  std::unique_lock<std::mutex> lock(flusher_mu_);
+  while (!stop_) {
+    flusher_cv_.wait_for(lock, std::chrono::milliseconds(o_.flush_interval_ms),
+                         [this] { return stop_ || flush_wanted_; });
+    if (stop_) break;
+    flush_wanted_ = false;
+    lock.unlock();
+    absl::Status st = FlushAllShards();
+    if (st.ok() && log_->disk_bytes() > o_.redo_log_bytes) st = TruncateLog();
+    if (!st.ok()) {
+      SAMPAN_LOG(ERROR) << "table " << o_.table_name
+                        << ": background flush: " << st.message();
+    }
+    lock.lock();
+  }
+}
+
+void ShardedTable::StopFlusher() {
+  {
+    std::lock_guard<std::mutex> lock(flusher_mu_);
+    stop_ = true;
+    flusher_cv_.notify_all();
+  }
+  if (flusher_.joinable()) flusher_.join();
+}
+
+std::string ShardedTable::RedoLogDir() const {
+  return absl::StrCat(o_.data_dir, "/redo-", o_.table_name);
+}
+
+absl::Status ShardedTable::CloseRedoLog() {
+  StopFlusher();
+  absl::Status st = PersistAndLockAll();
+  ReleaseAll();
+  if (!st.ok()) return st;
+  log_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(RedoLogDir(), ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("remove ", RedoLogDir(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardedTable::OpenRedoLog() {
+  uint64_t min_lsn = 0;
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    min_lsn = std::max(min_lsn, sh.applied_lsn);
+  }
+  RedoLog::Options lo;
+  lo.dir = RedoLogDir();
+  lo.sync = o_.durability == Durability::kSync;
+  uint64_t replayed = 0;
+  auto log =
+      RedoLog::Open(lo, min_lsn, [&](uint64_t lsn, absl::string_view body) {
+        absl::StatusOr<LoggedPush> p = DecodePush(body);
+        if (!p.ok()) {
+          return absl::DataLossError(absl::StrCat(
+              "redo log ", lo.dir, ", LSN ", lsn, ": ", p.status().message()));
+        }
+        if (p->floats_per_key != pull_dim()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "redo log ", lo.dir, ", LSN ", lsn, ": ", p->floats_per_key,
+              " floats per key, the table pulls ", pull_dim(),
+              " (embedding_dim changed?)"));
+        }
+        ++replayed;
+        return ReplayPush(lsn, p->batch());
+      });
+  if (!log.ok()) return log.status();
+  log_ = *std::move(log);
+  if (replayed > 0) {
+    SAMPAN_LOG(INFO) << "redo log " << lo.dir << ": replayed " << replayed
+                     << " pushes";
+  }
+  absl::Status st = PersistAndLockAll();
+  ReleaseAll();
+  if (!st.ok()) return st;
+  flusher_ = std::thread([this] { FlusherLoop(); });
+  return absl::OkStatus();
+}
+
+}  // namespace sampan

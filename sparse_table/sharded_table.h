@@ -1,0 +1,256 @@
+// ShardedTable: both backends of sparse_table.h (internal to sparse_table/).
+// Each shard owns, under its mutex, an open-addressing index (hash_index.h)
+// from key to a slot in a chunked arena of fixed-stride rows (the accessor's
+// full layout), its writers' last sequences and its admission filter.
+//
+// Memory backend: the arena holds every row.
+//
+// RocksDB backend, durability_log = kRocksDbWal: the arena is a
+// write-through cache bounded in bytes. A push locks the shards it touches
+// (ascending order, so never a deadlock), computes the new rows off to the
+// side, writes them and the shards' sequences as one WriteBatch, and only
+// then installs them; so the hot tier never holds a row RocksDB lacks, and
+// dropping a row on eviction (CLOCK) loses nothing.
+//
+// RocksDB backend, durability_log = kRedoLog: the arena is a write-back
+// cache. A push computes its rows under the shard locks, appends one record
+// to the redo log (LSN order = apply order on every shard, because the
+// append happens under those locks), installs the rows as dirty, releases
+// the locks and only then waits for the log write (group commit). A flusher
+// thread writes each shard's dirty rows, its sequences and its applied LSN
+// as one WriteBatch without RocksDB's WAL: each shard in RocksDB is a
+// consistent cut "all records up to LSN L". Dirty rows are never evicted; a
+// shard whose dirty rows fill its budget is flushed by the pusher before the
+// ack (backpressure). Log segments below every shard's first unflushed LSN
+// are deleted once RocksDB has flushed its memtable. Opening replays the log
+// records above each shard's cut.
+//
+// Rows a training pull creates before any push are the deterministic
+// initial value, recreated identically, so they are never dirty.
+#ifndef SAMPAN_SPARSE_TABLE_SHARDED_TABLE_H_
+#define SAMPAN_SPARSE_TABLE_SHARDED_TABLE_H_
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "sparse_table/accessor.h"
+#include "sparse_table/admission.h"
+#include "sparse_table/hash_index.h"
+#include "sparse_table/redo_log.h"
+#include "sparse_table/row_store.h"
+#include "sparse_table/sparse_table.h"
+
+namespace sampan {
+
+constexpr uint32_t kNoSlot = ~0u;
+
+// Fixed-stride rows in chunks: growth never moves a row (pointers stay
+// valid) and never leaves more than one chunk of slack.
+class RowArena {
+ public:
+  static constexpr uint32_t kChunk = 256;  // rows
+  explicit RowArena(uint32_t stride) : stride_(stride) {}
+  float* operator[](uint32_t slot) {
+    return chunks_[slot / kChunk].get() + size_t{slot % kChunk} * stride_;
+  }
+  void Grow(uint32_t slots) {
+    while (chunks_.size() * kChunk < slots) {
+      chunks_.emplace_back(new float[size_t{kChunk} * stride_]);
+    }
+  }
+  // Frees the chunks wholly past the first n slots.
+  void Truncate(uint32_t n) {
+    chunks_.resize(
+        std::min<size_t>(chunks_.size(), (size_t{n} + kChunk - 1) / kChunk));
+  }
+  size_t bytes() const {
+    return chunks_.size() * kChunk * size_t{stride_} * sizeof(float);
+  }
+
+ private:
+  const uint32_t stride_;
+  std::vector<std::unique_ptr<float[]>> chunks_;
+};
+
+// Slot states of the redo-log hot tier.
+enum : uint8_t { kClean = 0, kDirty = 1, kFlushing = 2 };
+
+struct Shard {
+  Shard(const TableOptions& o, uint64_t seed, uint32_t stride)
+      : index(&slot_key), rows(stride), admission(o, seed) {}
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built for
+  // ThreadSanitizer, which then cannot see absl::Mutex synchronize.
+  mutable std::mutex mu;
+  SlotKeys slot_key ABSL_GUARDED_BY(mu);  // slot -> key
+  HashIndex index ABSL_GUARDED_BY(mu);    // key -> slot
+  RowArena rows ABSL_GUARDED_BY(mu);
+  // CLOCK bits, RocksDB backend only (the memory backend never evicts).
+  std::vector<uint8_t> referenced ABSL_GUARDED_BY(mu);
+  std::vector<uint32_t> free_slots ABSL_GUARDED_BY(mu);
+  uint32_t hand ABSL_GUARDED_BY(mu) = 0;
+  // Bumped by every applied push; a pull that read RocksDB unlocked re-reads
+  // when it changed.
+  uint64_t version ABSL_GUARDED_BY(mu) = 0;
+  // Bumped whenever a row leaves the hot tier: a row that was not hot and
+  // stayed so while this held still has the value RocksDB had.
+  uint64_t evict_epoch ABSL_GUARDED_BY(mu) = 0;
+  // Last applied push sequence per writer (exactly-once).
+  absl::flat_hash_map<uint64_t, uint64_t> last_sequence ABSL_GUARDED_BY(mu);
+  AdmissionFilter admission ABSL_GUARDED_BY(mu);
+
+  // --- Redo log mode only ---
+  // Serializes flushes of this shard, so they reach RocksDB in order. Taken
+  // before mu, never while holding it.
+  std::mutex flush_mu;
+  std::vector<uint8_t> state ABSL_GUARDED_BY(mu);         // per slot: kClean...
+  std::vector<uint32_t> dirty_slots ABSL_GUARDED_BY(mu);  // turned kDirty
+  uint32_t unclean ABSL_GUARDED_BY(mu) = 0;  // slots kDirty or kFlushing
+  // The LSN of the last record applied here (the cut a flush writes).
+  uint64_t applied_lsn ABSL_GUARDED_BY(mu) = 0;
+  // The first record not yet in RocksDB: dirty since, or being flushed
+  // since (0 = none).
+  uint64_t first_dirty_lsn ABSL_GUARDED_BY(mu) = 0;
+  uint64_t flushing_from ABSL_GUARDED_BY(mu) = 0;
+};
+
+// Key positions of one request, grouped by shard; shards ascending.
+struct Group {
+  uint32_t shard;
+  std::vector<uint32_t> idx;
+};
+
+// A push's work under its shard locks: unique keys of the shards that apply
+// it, each with a scratch row holding its new value.
+struct PushWork {
+  std::vector<Group> groups;
+  std::vector<const Group*> live;
+  absl::flat_hash_map<uint64_t, uint32_t> slot_of;
+  std::vector<uint64_t> ukeys;
+  std::vector<uint32_t> ushard;
+  std::vector<uint8_t> admitted;
+  std::vector<float> scratch;
+  // Stored rows of the keys that were not hot, read before the locks were
+  // taken; usable for a group while its shard's evict_epoch is epochs[g].
+  absl::flat_hash_map<uint64_t, std::string> prefetched;
+  std::vector<uint64_t> epochs;
+};
+
+class ShardedTable final : public SparseTable {
+ public:
+  ShardedTable(const TableOptions& o, std::unique_ptr<RowStore> store);
+  ~ShardedTable() override;
+
+  // Called before the table is shared, or with every shard lock held.
+  absl::Status LoadSequences();
+  // Redo log mode: replays the log in <data_dir>/redo-<table_name>, makes
+  // the result durable in RocksDB and starts the flusher.
+  absl::Status OpenRedoLog();
+  // Makes what a redo log left durable in RocksDB and deletes the log (a
+  // table reopened with durability_log = kRocksDbWal after a crash).
+  absl::Status CloseRedoLog();
+  std::string RedoLogDir() const;
+  bool has_redo_log() const { return log_ != nullptr; }
+
+  uint32_t pull_dim() const override { return acc_.pull_dim(); }
+  absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
+                    float* out) override;
+  absl::StatusOr<PushResult> Push(const PushBatch& batch) override;
+  absl::StatusOr<uint64_t> Shrink() override;
+  absl::Status Flush() override;
+  absl::Status Snapshot(const std::string& dir) override;
+  absl::Status DeltaSnapshot(const std::string& path) override;
+  absl::Status ApplyDelta(const std::string& path) override;
+  absl::Status BulkLoad(absl::Span<const uint64_t> keys,
+                        const float* values) override;
+  TableStats Stats() const override;
+
+ private:
+  std::vector<Group> GroupByShard(absl::Span<const uint64_t> keys) const;
+  float* Find(Shard& sh, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  // A slot for `key` (not present), evicting a clean row with CLOCK at the
+  // budget. With no clean row to evict: grows past the budget if may_grow,
+  // else returns kNoSlot.
+  uint32_t Insert(Shard& sh, uint64_t key, bool may_grow)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  uint32_t EvictClean(Shard& sh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  void Remove(Shard& sh, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  void LockAll();
+  void UnlockAll();
+  // Drops every cached row (RocksDB has them all). All locks held.
+  void ClearHot();
+  bool Finite(const PushBatch& b, size_t i) const;
+  absl::Status MissesFromStore(std::vector<Group>& groups,
+                               absl::Span<const uint64_t> keys,
+                               std::vector<std::vector<uint32_t>>& misses,
+                               std::vector<uint64_t>& versions,
+                               bool is_training, float* out);
+
+  // Push steps (push.cc). Shard locks of w.groups held for the last three.
+  absl::Status CheckFinite(const PushBatch& b, std::vector<uint8_t>* skip,
+                           PushResult* result);
+  // Reads the rows of the keys not in the hot tier without holding the
+  // shard locks, so that a push holds them only to compute.
+  absl::Status Prefetch(const PushBatch& b, const std::vector<uint8_t>& skip,
+                        PushWork& w);
+  absl::Status Compute(const PushBatch& b, const std::vector<uint8_t>& skip,
+                       uint64_t replay_lsn, PushWork& w, PushResult& result);
+  absl::Status WriteThrough(const PushBatch& b, const PushWork& w);
+  void Install(const PushBatch& b, const PushWork& w, uint64_t lsn);
+  // Applies a logged push (recovery) to the shards whose cut is below lsn.
+  absl::Status ReplayPush(uint64_t lsn, const PushBatch& b);
+  // Flushes the live shards whose dirty rows reached their budget and
+  // trims the ones a push grew past it.
+  absl::Status Backpressure(const PushWork& w);
+  void TrimToBudget(Shard& sh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+
+  // Redo log mode (redo_table.cc).
+  void MarkDirty(Shard& sh, uint32_t slot, uint64_t lsn)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  // Adds the shard's dirty rows, sequences and applied LSN to `wb` and marks
+  // the rows kFlushing; EndFlush marks them clean (or dirty again on error).
+  void BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
+                  std::vector<uint32_t>* slots)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  void EndFlush(Shard& sh, const std::vector<uint32_t>& slots, bool ok)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  absl::Status FlushShard(uint32_t s);
+  absl::Status FlushAllShards();
+  // The lowest LSN whose effects may not be in RocksDB yet.
+  uint64_t UnflushedFrom();
+  // Every row, sequence and cut durable in RocksDB's files; log emptied.
+  // Takes every flush_mu and shard lock and keeps them (admin operations
+  // then run under them); ReleaseAll undoes it.
+  absl::Status PersistAndLockAll();
+  void ReleaseAll();
+  absl::Status TruncateLog();
+  void FlusherLoop();
+  void StopFlusher();
+
+  const TableOptions o_;
+  const CtrAccessor acc_;
+  const uint32_t stride_;
+  const std::unique_ptr<RowStore> store_;  // null for the memory backend
+  uint64_t max_slots_;                     // per shard
+  std::deque<Shard> shards_;  // deque: Shard holds a mutex and cannot move
+  std::atomic<uint64_t> evictions_{0}, rejected_{0}, unadmitted_{0},
+      duplicates_{0}, shrunk_{0}, flushed_rows_{0};
+
+  std::unique_ptr<RedoLog> log_;  // redo log mode only
+  std::thread flusher_;
+  std::mutex flusher_mu_;
+  std::condition_variable flusher_cv_;
+  bool stop_ ABSL_GUARDED_BY(flusher_mu_) = false;
+  bool flush_wanted_ ABSL_GUARDED_BY(flusher_mu_) = false;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_SPARSE_TABLE_SHARDED_TABLE_H_
