@@ -71,21 +71,26 @@ class PserverImpl final : public Pserver,
   }
 
  private:
-  // Runs `work` on the pool and finishes the call with its status; refuses
-  // with RESOURCE_EXHAUSTED when the pool's queue is full.
+  // Runs `work` on the pool (or inline) and finishes the call with its
+  // status; refuses with RESOURCE_EXHAUSTED when the pool's queue is full.
   template <typename Work>
   ServerUnaryReactor* Dispatch(CallbackServerContext* context, Method method,
                                Work work) {
     ServerUnaryReactor* reactor = context->DefaultReactor();
     const absl::Time start = absl::Now();
-    // Pulls and pushes queue separately: a durable push waits on the log,
-    // and pulls (which a trainer blocks on) should not wait behind it.
-    WorkerPool& pool = method == Method::kPull ? pull_pool_ : push_pool_;
-    const bool queued = pool.Submit([this, reactor, method, start, work] {
+    auto run = [this, reactor, method, start, work] {
       const Status status = work();
       metrics_->Record(method, status, absl::Now() - start);
       reactor->Finish(status);
-    });
+    };
+    if (options_.run_inline) {
+      run();
+      return reactor;
+    }
+    // Pulls and pushes queue separately: a durable push waits on the log,
+    // and pulls (which a trainer blocks on) should not wait behind it.
+    WorkerPool& pool = method == Method::kPull ? pull_pool_ : push_pool_;
+    const bool queued = pool.Submit(std::move(run));
     metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
     if (!queued) {
       const Status busy(StatusCode::RESOURCE_EXHAUSTED,
