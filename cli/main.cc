@@ -234,6 +234,8 @@ int PserverMain(int argc, char** argv) {
   ps_options.num_pservers = cluster.num_pservers();
   ps_options.num_shards = inv.config.table().num_shards();
   ps_options.num_workers = cluster.pserver_threads();
+  // A memory table never waits on I/O: serve it on gRPC's threads.
+  ps_options.run_inline = inv.config.table().backend() != ROCKSDB;
   absl::StatusOr<std::unique_ptr<SparseTable>> table =
       NewTable(TableOptionsFromJob(inv.config, index));
   if (!table.ok()) return Fail(table.status());

@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "common/ps_wire.h"
 #include "pserver/metrics.h"
 #include "pserver/worker_pool.h"
 
@@ -22,8 +23,10 @@ Status Invalid(const std::string& message) {
   return Status(StatusCode::INVALID_ARGUMENT, message);
 }
 
+// Pull is a raw method: its response is built in place (common/ps_wire.h).
 class PserverImpl final : public Pserver,
-                          public ps::SparseTable::CallbackService {
+                          public ps::SparseTable::WithRawCallbackMethod_Pull<
+                              ps::SparseTable::CallbackService> {
  public:
   PserverImpl(const PserverOptions& options, std::unique_ptr<SparseTable> table)
       : options_(options),
@@ -52,8 +55,8 @@ class PserverImpl final : public Pserver,
   }
 
   ServerUnaryReactor* Pull(CallbackServerContext* context,
-                           const ps::PullRequest* req,
-                           ps::PullResponse* resp) override {
+                           const grpc::ByteBuffer* req,
+                           grpc::ByteBuffer* resp) override {
     return Dispatch(context, Method::kPull,
                     [this, req, resp] { return DoPull(*req, resp); });
   }
@@ -74,21 +77,26 @@ class PserverImpl final : public Pserver,
   }
 
  private:
-  // Runs `work` on the pool and finishes the call with its status; refuses
-  // with RESOURCE_EXHAUSTED when the pool's queue is full.
+  // Runs `work` on the pool (or inline) and finishes the call with its
+  // status; refuses with RESOURCE_EXHAUSTED when the pool's queue is full.
   template <typename Work>
   ServerUnaryReactor* Dispatch(CallbackServerContext* context, Method method,
                                Work work) {
     ServerUnaryReactor* reactor = context->DefaultReactor();
     const absl::Time start = absl::Now();
-    // Pulls and pushes queue separately: a durable push waits on the log,
-    // and pulls (which a trainer blocks on) should not wait behind it.
-    WorkerPool& pool = method == Method::kPull ? pull_pool_ : push_pool_;
-    const bool queued = pool.Submit([this, reactor, method, start, work] {
+    auto run = [this, reactor, method, start, work] {
       const Status status = work();
       metrics_->Record(method, status, absl::Now() - start);
       reactor->Finish(status);
-    });
+    };
+    if (options_.run_inline) {
+      run();
+      return reactor;
+    }
+    // Pulls and pushes queue separately: a durable push waits on the log,
+    // and pulls (which a trainer blocks on) should not wait behind it.
+    WorkerPool& pool = method == Method::kPull ? pull_pool_ : push_pool_;
+    const bool queued = pool.Submit(std::move(run));
     metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
     if (!queued) {
       const Status busy(StatusCode::RESOURCE_EXHAUSTED,
@@ -99,25 +107,31 @@ class PserverImpl final : public Pserver,
     return reactor;
   }
 
-  Status DoPull(const ps::PullRequest& req, ps::PullResponse* resp) {
+  Status DoPull(const grpc::ByteBuffer& raw, grpc::ByteBuffer* resp) {
+    ps::PullRequest req;
+    grpc::ByteBuffer shared(raw);  // Deserialize consumes its buffer
+    if (!grpc::SerializationTraits<ps::PullRequest>::Deserialize(&shared, &req)
+             .ok()) {
+      return Invalid("Pull: the request is not a PullRequest");
+    }
     if (Status s = CheckKeys("Pull", req.table_id(), req.keys()); !s.ok()) {
       return s;
     }
     const uint32_t dim = table_->pull_dim();
-    std::string* values = resp->mutable_values();
-    values->resize(size_t{static_cast<size_t>(req.keys_size())} * dim *
-                   sizeof(float));
+    const size_t num_floats =
+        size_t{static_cast<size_t>(req.keys_size())} * dim;
+    PullResponseWriter values(num_floats, dim);
     absl::Status pulled =
-        table_->Pull(req.keys(), req.is_training(),
-                     reinterpret_cast<float*>(values->data()));
+        table_->Pull(req.keys(), req.is_training(), values.values());
     if (!pulled.ok()) {
       // Storage failures are the server's, not the request's: the client may
       // retry elsewhere or later.
       return Status(StatusCode::UNAVAILABLE,
                     absl::StrCat("Pull: table: ", pulled.message()));
     }
-    resp->set_row_dim(dim);
-    metrics_->AddKeys(Method::kPull, req.keys_size(), values->size());
+    *resp = values.Release();
+    metrics_->AddKeys(Method::kPull, req.keys_size(),
+                      num_floats * sizeof(float));
     return Status::OK;
   }
 

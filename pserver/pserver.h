@@ -15,6 +15,8 @@
 // pushes, so that pulls never queue behind durable writes. A full queue answers
 // RESOURCE_EXHAUSTED (clients back off and retry). The table does its own
 // per-shard locking, so workers proceed in parallel on different shards.
+// With `run_inline` (memory tables) the callback threads run the table work
+// themselves.
 //
 // Pushes are exactly-once per (trainer_id, sequence) and shard, as the
 // table promises (sparse_table.h). A push is acknowledged only after the
@@ -43,6 +45,12 @@ struct PserverOptions {
   int num_workers = 2;
   // Requests waiting for a worker before new ones are refused.
   size_t max_queued_requests = 4096;
+  // Runs pulls and pushes on gRPC's callback thread instead of the pools:
+  // saves two thread switches per request (profiled at 13% of a pserver's
+  // CPU), but a handler that blocks stalls gRPC's pollers, so only for
+  // tables that never wait on I/O (the memory backend). The pools and their
+  // queue limit are then unused; gRPC's flow control bounds in-flight work.
+  bool run_inline = false;
 };
 
 class Pserver {

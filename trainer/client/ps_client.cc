@@ -1,12 +1,12 @@
 #include "trainer/client/ps_client.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/hash.h"
+#include "common/ps_wire.h"
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
 #include "trainer/client/push_queue.h"
@@ -15,6 +15,12 @@
 namespace sampan {
 namespace {
 
+// Pulls are sent with a generic stub whose response stays gRPC's received
+// bytes, so that rows go from them straight to the caller's array
+// (common/ps_wire.h). The method is the generated stub's Pull.
+using PullStub = grpc::TemplatedGenericStub<ps::PullRequest, grpc::ByteBuffer>;
+constexpr char kPullMethod[] = "/sampan.ps.SparseTable/Pull";
+
 // One pull request: a slice of one pserver's keys.
 struct PullCall {
   int pserver = 0;
@@ -22,7 +28,7 @@ struct PullCall {
   ps::PullRequest request;
   // Per attempt:
   std::unique_ptr<grpc::ClientContext> context;
-  ps::PullResponse response;
+  grpc::ByteBuffer response;  // a serialized ps::PullResponse
   grpc::Status status;
   bool done = false;
 };
@@ -34,12 +40,14 @@ class GrpcPsClient final : public PsClient {
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
     for (size_t p = 0; p < options.pserver_addresses.size(); ++p) {
+      std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+          options.pserver_addresses[p],
+          options.credentials ? options.credentials
+                              : grpc::InsecureChannelCredentials(),
+          args);
       std::shared_ptr<ps::SparseTable::Stub> stub =
-          ps::SparseTable::NewStub(grpc::CreateCustomChannel(
-              options.pserver_addresses[p],
-              options.credentials ? options.credentials
-                                  : grpc::InsecureChannelCredentials(),
-              args));
+          ps::SparseTable::NewStub(channel);
+      pull_stubs_.push_back(std::make_unique<PullStub>(channel));
       stubs_.push_back(stub);
       queues_.push_back(std::make_unique<PushQueue>(options_, p, stub));
     }
@@ -154,8 +162,9 @@ class GrpcPsClient final : public PsClient {
       call.context->set_deadline(
           absl::ToChronoTime(absl::Now() + options_.deadline));
       call.response.Clear();
-      auto reader = stubs_[call.pserver]->AsyncPull(call.context.get(),
-                                                    call.request, &cq);
+      auto reader = pull_stubs_[call.pserver]->PrepareUnaryCall(
+          call.context.get(), kPullMethod, call.request, &cq);
+      reader->StartCall();
       reader->Finish(&call.response, &call.status, &call);
       ++outstanding;
     }
@@ -174,24 +183,17 @@ class GrpcPsClient final : public PsClient {
   }
 
   absl::Status ScatterRows(const PullCall& call, float* out) const {
-    const size_t row_bytes = options_.row_dim * sizeof(float);
-    const std::string& values = call.response.values();
-    if (values.size() != call.positions.size() * row_bytes) {
-      return absl::InternalError(absl::StrCat(
-          "Pull from pserver ", call.pserver, ": got ", values.size(),
-          " bytes for ", call.positions.size(), " keys, expected row_dim ",
-          options_.row_dim, " (server says ", call.response.row_dim(), ")"));
-    }
-    const char* src = values.data();
-    for (uint32_t i : call.positions) {
-      std::memcpy(out + size_t{i} * options_.row_dim, src, row_bytes);
-      src += row_bytes;
-    }
-    return absl::OkStatus();
+    uint32_t server_row_dim = 0;
+    absl::Status s = ScatterPullResponse(
+        call.response, call.positions, options_.row_dim, out, &server_row_dim);
+    if (s.ok()) return s;
+    return absl::InternalError(
+        absl::StrCat("Pull from pserver ", call.pserver, ": ", s.message()));
   }
 
   const PsClientOptions options_;
   std::vector<std::shared_ptr<ps::SparseTable::Stub>> stubs_;
+  std::vector<std::unique_ptr<PullStub>> pull_stubs_;  // stubs_' channels
   std::vector<std::unique_ptr<PushQueue>> queues_;
   std::atomic<uint64_t> pull_retries_{0};
   const PullMetrics pull_metrics_ = GetPullMetrics();

@@ -17,8 +17,9 @@ namespace {
 
 constexpr uint32_t kShards = 16;
 
-// Two pservers of one job, each in this process on its own port.
-class PserverTest : public ::testing::Test {
+// Two pservers of one job, each in this process on its own port; the
+// parameter is PserverOptions::run_inline (every test runs both ways).
+class PserverTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     for (uint32_t i = 0; i < 2; ++i) {
@@ -26,6 +27,7 @@ class PserverTest : public ::testing::Test {
       o.index = i;
       o.num_pservers = 2;
       o.num_shards = kShards;
+      o.run_inline = GetParam();
       TableOptions t;
       t.num_shards = kShards;
       t.embedding_dim = 0;  // w only: a counter per key
@@ -81,7 +83,7 @@ std::vector<float> PullAll(PsClient& client, const std::vector<uint64_t>& k) {
   return out;
 }
 
-TEST_F(PserverTest, ConcurrentClientsMatchSingleThreadedReference) {
+TEST_P(PserverTest, ConcurrentClientsMatchSingleThreadedReference) {
   constexpr int kClients = 4, kThreads = 3, kRounds = 40, kKeys = 500;
   std::vector<uint64_t> keys(kKeys);
   for (int i = 0; i < kKeys; ++i) keys[i] = FeatureSign(1, std::to_string(i));
@@ -125,7 +127,7 @@ ps::PushRequest OneKeyPush(uint64_t key, float grad, float click) {
   return req;
 }
 
-TEST_F(PserverTest, ReplayedPushIsAppliedOnce) {
+TEST_P(PserverTest, ReplayedPushIsAppliedOnce) {
   const uint64_t key = FeatureSign(2, "x");
   int index;
   auto stub = StubFor(key, &index);
@@ -152,7 +154,7 @@ void ExpectRejected(ps::SparseTable::Stub& stub, const ps::PushRequest& req,
   EXPECT_TRUE(absl::StrContains(s.error_message(), what)) << s.error_message();
 }
 
-TEST_F(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
+TEST_P(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
   const uint64_t key = FeatureSign(3, "y");
   int index;
   auto stub = StubFor(key, &index);
@@ -196,7 +198,7 @@ TEST_F(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
   EXPECT_EQ(PullAll(*client, {key}), std::vector<float>{2.0f});
 }
 
-TEST_F(PserverTest, LargePullIsSplitNotRejected) {
+TEST_P(PserverTest, LargePullIsSplitNotRejected) {
   PsClientOptions o = ClientOptions();
   o.max_keys_per_request = 1000;
   auto client = PsClient::Create(o);
@@ -211,7 +213,7 @@ TEST_F(PserverTest, LargePullIsSplitNotRejected) {
   for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(rows[i], float(i % 5));
 }
 
-TEST_F(PserverTest, DeadServerFailsWithinTheRetryBudget) {
+TEST_P(PserverTest, DeadServerFailsWithinTheRetryBudget) {
   PsClientOptions o = ClientOptions();
   o.deadline = absl::Milliseconds(200);
   o.retry_timeout = absl::Milliseconds(600);
@@ -226,6 +228,11 @@ TEST_F(PserverTest, DeadServerFailsWithinTheRetryBudget) {
   EXPECT_TRUE(absl::StrContains(s.message(), "pserver 1")) << s;
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // bounded, not a hang
 }
+
+INSTANTIATE_TEST_SUITE_P(Threading, PserverTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Inline" : "WorkerPools";
+                         });
 
 }  // namespace
 }  // namespace sampan

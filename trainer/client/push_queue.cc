@@ -9,7 +9,12 @@
 namespace sampan {
 
 void MergedPush::Clear() {
+  // The next batch is likely as large as this one: keep the index's capacity
+  // (clear() frees a large table), so that merging does not rehash as it
+  // grows. Growing it was the client's largest hash-table cost.
+  const size_t n = index.size();
   index.clear();
+  index.reserve(n);
   keys.clear();
   grads.clear();
   shows.clear();

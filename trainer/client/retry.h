@@ -25,16 +25,20 @@ inline bool IsTransient(grpc::StatusCode code) {
 class Backoff {
  public:
   Backoff(absl::Duration initial, absl::Duration max, absl::Duration budget)
-      : delay_(initial),
-        max_(max),
-        give_up_(absl::Now() + budget),
-        rng_(std::random_device{}()) {}
+      : delay_(initial), max_(max), give_up_(absl::Now() + budget) {}
 
   // Sleeps before the next attempt; false (without sleeping) once the budget
   // is spent. Jitter spreads the retries of many clients after an outage.
   bool Wait() {
     const absl::Time now = absl::Now();
     if (now >= give_up_) return false;
+    // Seeded here rather than in the constructor: nearly every call succeeds
+    // at once, and std::random_device costs a system call or more (profiled
+    // at 5% of a load client's CPU when every Pull and Push built one).
+    if (!seeded_) {
+      rng_.seed(std::random_device{}());
+      seeded_ = true;
+    }
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
     absl::Duration sleep = delay_ * jitter(rng_);
     if (now + sleep > give_up_) sleep = give_up_ - now;
@@ -47,6 +51,7 @@ class Backoff {
   absl::Duration delay_;
   const absl::Duration max_;
   const absl::Time give_up_;
+  bool seeded_ = false;
   std::minstd_rand rng_;
 };
 
