@@ -323,6 +323,7 @@ JobConfig DefaultJobConfig() {
   cluster->set_rpc_deadline_seconds(10);
   cluster->set_wait_timeout_seconds(120);
   cluster->set_pserver_threads(2);
+  cluster->set_max_restarts(3);
   config.mutable_model()->set_type(FM);
   config.mutable_model()->set_embedding_dim(8);
   config.mutable_model()->set_cross_layers(3);
@@ -364,6 +365,8 @@ JobConfig DefaultJobConfig() {
   data->mutable_synthetic()->set_test_fraction(0.1);
   config.set_output_dir("/tmp/sampan-job");
   config.set_progress_interval_seconds(2);
+  config.mutable_checkpoint()->set_keep(3);
+  config.mutable_checkpoint()->set_timeout_seconds(60);
   KubernetesConfig* k8s = config.mutable_kubernetes();
   k8s->set_image("sampan:latest");
   k8s->set_image_pull_policy("IfNotPresent");
@@ -448,6 +451,31 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
   return ParseJobConfig(*text, path);
 }
 
+// Checkpoints snapshot the pservers' RocksDB databases; a memory table has
+// nothing to snapshot from outside the process.
+absl::Status ValidateCheckpoint(const JobConfig& config) {
+  const CheckpointConfig& c = config.checkpoint();
+  const bool on = c.every_steps() > 0 || c.every_seconds() > 0;
+  return FirstError({
+      NonNegative("checkpoint.every_seconds", c.every_seconds()),
+      AtLeast("checkpoint.keep", c.keep(), 1),
+      Positive("checkpoint.timeout_seconds", c.timeout_seconds()),
+      on && config.table().backend() != ROCKSDB
+          ? Invalid("checkpoint",
+                    "needs table.backend: ROCKSDB (a memory table cannot "
+                    "be snapshotted)")
+          : absl::OkStatus(),
+      // The dense weights and optimizer state of hybrid jobs have no
+      // save/load yet (trainer/model/model_io is coming).
+      on && config.model().type() != LR && config.model().type() != FM
+          ? Invalid("checkpoint",
+                    absl::StrCat("not supported yet for ",
+                                 ModelType_Name(config.model().type()),
+                                 " (hybrid dense state)"))
+          : absl::OkStatus(),
+  });
+}
+
 absl::Status ValidateJobConfig(const JobConfig& config) {
   return FirstError({
       config.name().empty() ? Invalid("name", "must not be empty")
@@ -460,6 +488,7 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
                                   : absl::OkStatus(),
       Positive("progress_interval_seconds", config.progress_interval_seconds()),
       ValidateKubernetes(config.kubernetes()),
+      ValidateCheckpoint(config),
   });
 }
 

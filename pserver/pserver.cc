@@ -62,6 +62,22 @@ class PserverImpl final : public Pserver,
                     [this, req, resp] { return DoPush(*req, resp); });
   }
 
+  // Runs on the push pool: the snapshot waits for the pushes being applied
+  // and a trainer pauses its pushes for a checkpoint anyway.
+  ServerUnaryReactor* Checkpoint(CallbackServerContext* context,
+                                 const ps::CheckpointRequest* req,
+                                 ps::CheckpointResponse* resp) override {
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    const bool queued = push_pool_.Submit([this, reactor, req, resp] {
+      reactor->Finish(DoCheckpoint(*req, resp));
+    });
+    if (!queued) {
+      reactor->Finish(Status(StatusCode::RESOURCE_EXHAUSTED,
+                             "Checkpoint: request queue full, retry later"));
+    }
+    return reactor;
+  }
+
   ServerUnaryReactor* Stats(CallbackServerContext* context,
                             const ps::StatsRequest* req,
                             ps::StatsResponse* resp) override {
@@ -147,6 +163,26 @@ class PserverImpl final : public Pserver,
     resp->set_applied(applied->applied_keys);
     metrics_->duplicate_keys->Increment(applied->duplicate_keys);
     metrics_->AddKeys(Method::kPush, req.keys_size(), req.grads().size());
+    return Status::OK;
+  }
+
+  Status DoCheckpoint(const ps::CheckpointRequest& req,
+                      ps::CheckpointResponse* resp) {
+    if (req.dir().empty()) return Invalid("Checkpoint: dir is empty");
+    const absl::Time start = absl::Now();
+    absl::Status s = table_->Flush();
+    if (s.ok()) s = table_->Snapshot(req.dir());
+    if (!s.ok()) {
+      SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << " to " << req.dir()
+                        << ": " << s.message();
+      const StatusCode code = absl::IsUnimplemented(s)
+                                  ? StatusCode::FAILED_PRECONDITION
+                                  : StatusCode::UNAVAILABLE;
+      return Status(code, absl::StrCat("Checkpoint: ", s.message()));
+    }
+    resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    SAMPAN_LOG(INFO) << "checkpoint " << req.epoch() << ": snapshot in "
+                     << req.dir() << " (" << resp->seconds() << " s)";
     return Status::OK;
   }
 

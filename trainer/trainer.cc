@@ -1,5 +1,6 @@
 #include "trainer/trainer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -15,12 +16,15 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/security.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "trainer/batch_keys.h"
+#include "trainer/checkpoint_gate.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
 #include "trainer/eval/auc.h"
 #include "trainer/hybrid_dense.h"
+#include "trainer/input_queue.h"
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/fm.h"
@@ -39,90 +43,12 @@ struct Scratch : BatchKeys {
   void CountShowsAndClicks() { BatchKeys::CountShowsAndClicks(batch); }
 };
 
-// The training input of one rank: every train file's part `rank`, per epoch.
-// Guarded by its own mutex; workers take one batch at a time.
-class InputQueue {
- public:
-  InputQueue(const JobConfig& config, int rank)
-      : config_(config), rank_(rank) {}
-
-  // Fills `batch`; false at the end of the last epoch or on error.
-  bool Next(Batch* batch, absl::Status* error) {
-    absl::MutexLock lock(&mu_);
-    while (true) {
-      if (!status_.ok()) break;
-      if (reader_ == nullptr && !OpenNext()) break;
-      if (reader_->NextBatch(config_.data().batch_size(), batch)) {
-        status_ = CheckBadFraction();
-        if (status_.ok()) return true;
-        break;
-      }
-      good_ += reader_->good_rows();
-      bad_ += reader_->bad_rows();
-      reader_.reset();
-      ++file_index_;
-    }
-    *error = status_;
-    return false;
-  }
-
-  double FractionDone() const {
-    absl::MutexLock lock(&mu_);
-    const int files = config_.data().train_files_size();
-    const double epochs = config_.data().epochs();
-    double done = file_index_ + (reader_ ? reader_->fraction_done() : 0.0);
-    return std::min(1.0, done / (files * epochs));
-  }
-
-  uint64_t BadRows() const {
-    absl::MutexLock lock(&mu_);
-    return bad_ + (reader_ ? reader_->bad_rows() : 0);
-  }
-
- private:
-  bool OpenNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const int files = config_.data().train_files_size();
-    if (file_index_ >= files * static_cast<int>(config_.data().epochs())) {
-      return false;
-    }
-    CriteoReaderOptions options;
-    options.part = rank_;
-    options.num_parts = config_.cluster().num_trainers();
-    auto reader = CriteoReader::Open(
-        config_.data().train_files(file_index_ % files), options);
-    if (!reader.ok()) {
-      status_ = reader.status();
-      return false;
-    }
-    reader_ = std::move(*reader);
-    return true;
-  }
-
-  absl::Status CheckBadFraction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t bad = bad_ + reader_->bad_rows();
-    const uint64_t total = bad + good_ + reader_->good_rows();
-    // Judge only once enough rows were seen for the fraction to mean much.
-    if (total < 1000) return absl::OkStatus();
-    const double fraction = static_cast<double>(bad) / total;
-    if (fraction <= config_.data().max_bad_fraction()) return absl::OkStatus();
-    return absl::DataLossError(absl::StrFormat(
-        "%d of %d rows malformed (%.2f%%), above data.max_bad_fraction %.2f%%",
-        bad, total, 100 * fraction, 100 * config_.data().max_bad_fraction()));
-  }
-
-  const JobConfig& config_;
-  const int rank_;
-  mutable absl::Mutex mu_;
-  std::unique_ptr<CriteoReader> reader_ ABSL_GUARDED_BY(mu_);
-  int file_index_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t good_ ABSL_GUARDED_BY(mu_) = 0, bad_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
-
 class Trainer {
  public:
+  // `start`: the checkpointed position to resume from (null: the start).
   Trainer(const JobConfig& config, int rank, const std::string& coordinator,
-          std::shared_ptr<grpc::ChannelCredentials> credentials)
+          std::shared_ptr<grpc::ChannelCredentials> credentials,
+          const coord::DataPosition* start)
       : config_(config),
         rank_(rank),
         credentials_(credentials),
@@ -131,8 +57,16 @@ class Trainer {
             Seconds(config.cluster().wait_timeout_seconds()), credentials),
         model_(config.model().type() == LR ? 0
                                            : config.model().embedding_dim()),
-        input_(config, rank),
-        deep_(config.model().type() != LR && config.model().type() != FM) {}
+        input_(config, rank, start),
+        deep_(config.model().type() != LR && config.model().type() != FM),
+        checkpoints_(config.checkpoint().every_steps() > 0 ||
+                     config.checkpoint().every_seconds() > 0),
+        gate_(config.checkpoint().every_steps(), start ? start->steps() : 0,
+              [this](uint64_t epoch, bool missed) {
+                return TakeCheckpoint(epoch, missed);
+              }) {
+    if (start != nullptr) examples_ = start->rows();
+  }
 
   absl::Status Run() {
     if (config_.data().format() != CRITEO_TSV) {
@@ -144,6 +78,7 @@ class Trainer {
     std::thread heartbeat([this] { HeartbeatLoop(); });
     absl::Status status = deep_ ? TrainDeep() : Train();
     if (status.ok()) status = ps_->Flush();
+    if (status.ok() && checkpoints_) ArriveFinished();
     Fail(status);
     if (status.ok()) {
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
@@ -193,13 +128,72 @@ class Trainer {
     return error_;
   }
 
+  // Each batch passes the checkpoint gate, so that a checkpoint finds no
+  // batch between Next and its queued push.
   absl::Status WorkerLoop() {
     Scratch s;
     absl::Status read_status;
-    while (!Failed() && input_.Next(&s.batch, &read_status)) {
-      if (absl::Status st = TrainBatch(&s); !st.ok()) return st;
+    while (!Failed()) {
+      absl::Status st = gate_.Enter();
+      const bool got = st.ok() && input_.Next(&s.batch, &read_status);
+      if (got) {
+        gate_.Took();
+        st = TrainBatch(&s);
+      }
+      gate_.Leave();
+      if (!st.ok()) return st;
+      if (!got) break;
     }
     return read_status;
+  }
+
+  // Runs while no batch is in flight (CheckpointGate): makes every push
+  // acknowledged, then arrives with this rank's position and waits for the
+  // checkpoint to end. A coordinator that cannot be reached abandons only
+  // this checkpoint: training goes on.
+  absl::StatusOr<uint64_t> TakeCheckpoint(uint64_t epoch, bool missed) {
+    if (absl::Status s = ps_->Flush(); !s.ok()) return s;
+    coord::CheckpointArriveRequest req;
+    req.set_epoch(epoch);
+    req.set_missed(missed);
+    *req.mutable_position() = input_.Position();
+    req.mutable_position()->set_steps(gate_.steps());
+    const absl::Time start = absl::Now();
+    absl::StatusOr<coord::CheckpointArriveResponse> resp =
+        coordinator_.CheckpointArrive(
+            req, Seconds(config_.checkpoint().timeout_seconds() +
+                         2 * config_.cluster().rpc_deadline_seconds()));
+    if (!resp.ok()) {
+      SAMPAN_LOG(WARNING) << "trainer " << rank_ << ": checkpoint at step "
+                          << gate_.steps() << ": " << resp.status().message();
+      return epoch;
+    }
+    const coord::DataPosition& p = req.position();
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": checkpoint " << resp->epoch()
+                     << (resp->completed() ? " taken" : " abandoned (")
+                     << (resp->completed() ? "" : resp->reason() + ")")
+                     << " at step " << p.steps() << ", file " << p.file_index()
+                     << " offset " << p.byte_offset() << ", paused "
+                     << absl::FormatDuration(absl::Now() - start);
+    return resp->epoch();
+  }
+
+  // A rank out of input counts as arrived at every later checkpoint; its
+  // position says so, so a resume does not train its part again.
+  void ArriveFinished() {
+    coord::CheckpointArriveRequest req;
+    *req.mutable_position() = input_.Position();
+    req.mutable_position()->set_steps(gate_.steps());
+    req.mutable_position()->set_finished(true);
+    absl::StatusOr<coord::CheckpointArriveResponse> resp =
+        coordinator_.CheckpointArrive(
+            req, Seconds(config_.checkpoint().timeout_seconds() +
+                         2 * config_.cluster().rpc_deadline_seconds()));
+    if (!resp.ok()) {
+      SAMPAN_LOG(WARNING) << "trainer " << rank_
+                          << ": reporting the end of input for checkpoints: "
+                          << resp.status().message();
+    }
   }
 
   absl::Status TrainBatch(Scratch* s) {
@@ -394,13 +388,19 @@ class Trainer {
     p->set_fraction_done(input_.FractionDone());
     p->set_bad_rows(input_.BadRows());
     p->set_finished(finished_.load());
+    p->set_steps(gate_.steps());
     {
       absl::MutexLock lock(&mu_);
       p->set_examples(examples_);
       p->set_loss_sum(loss_sum_);
       p->set_train_auc(auc_.Auc());
     }
-    return coordinator_.Heartbeat(req);
+    coord::HeartbeatResponse resp;
+    absl::Status s = coordinator_.Heartbeat(req, &resp);
+    if (s.ok() && resp.checkpoint_epoch() > 0) {
+      gate_.Announce(resp.checkpoint_epoch(), resp.checkpoint_at_step());
+    }
+    return s;
   }
 
   void Fail(const absl::Status& status) {
@@ -426,6 +426,8 @@ class Trainer {
   std::unique_ptr<CtrModel> ctr_;
   std::unique_ptr<HybridDense> dense_;
   std::unique_ptr<PsClient> ps_;
+  const bool checkpoints_;  // checkpoint.every_steps or every_seconds set
+  CheckpointGate gate_;
   absl::Notification stop_;
   std::atomic<bool> finished_{false};
 
@@ -443,11 +445,36 @@ std::string ResultPath(const JobConfig& config) {
 }
 
 absl::Status RunTrainer(const JobConfig& config, int rank,
-                        const std::string& coordinator_address) {
+                        const std::string& coordinator_address,
+                        const std::string& checkpoint_dir) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(SecurityOptionsFromJob(config));
   if (!credentials.ok()) return credentials.status();
-  Trainer trainer(config, rank, coordinator_address, *credentials);
+  coord::DataPosition start;
+  bool resume = false;
+  if (!checkpoint_dir.empty()) {
+    // The launcher verified the files; the trainer reads its position only.
+    absl::StatusOr<coord::CheckpointManifest> m =
+        ReadManifest(checkpoint_dir, /*verify=*/false);
+    if (!m.ok()) return m.status();
+    for (const coord::DataPosition& p : m->trainers()) {
+      if (p.rank() == rank) {
+        start = p;
+        resume = true;
+      }
+    }
+    if (!resume) {
+      return absl::NotFoundError(absl::StrCat(
+          checkpoint_dir, "/MANIFEST has no position for trainer ", rank));
+    }
+    SAMPAN_LOG(INFO) << "trainer " << rank << " resumes from checkpoint "
+                     << m->epoch() << " (" << checkpoint_dir << "): file "
+                     << start.file_index() << " offset " << start.byte_offset()
+                     << ", step " << start.steps() << ", " << start.rows()
+                     << " rows done" << (start.finished() ? " (finished)" : "");
+  }
+  Trainer trainer(config, rank, coordinator_address, *credentials,
+                  resume ? &start : nullptr);
   return trainer.Run();
 }
 
