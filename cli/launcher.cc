@@ -254,11 +254,14 @@ class Launcher {
     return true;
   }
 
-  // A trainer comes back at the data position of the latest complete
+  // A crashed trainer comes back at the data position of the latest complete
   // checkpoint (or its part's start when there is none yet). What it
   // trained after that position is trained again: pserver rows keep every
   // acknowledged push and do not roll back.
   bool RestartTrainer(Child& c) {
+    // A trainer that exits with an error (bad data, a refused push) would
+    // meet the same error again; only a crash is worth a restart.
+    if (!WIFSIGNALED(c.status)) return false;
     --c.restarts_left;
     absl::StatusOr<std::string> dir =
         LatestCompleteCheckpoint(CheckpointRoot(config_));

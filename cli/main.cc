@@ -232,8 +232,12 @@ int PserverMain(int argc, char** argv) {
   ps_options.num_pservers = cluster.num_pservers();
   ps_options.num_shards = inv.config.table().num_shards();
   ps_options.num_workers = cluster.pserver_threads();
-  absl::StatusOr<std::unique_ptr<SparseTable>> table =
-      NewTable(TableOptionsFromJob(inv.config, index));
+  const TableOptions table_options = TableOptionsFromJob(inv.config, index);
+  if (table_options.backend == Backend::kRocksDb) {
+    ps_options.data_dir = table_options.data_dir;
+    ps_options.min_free_disk_bytes = inv.config.table().min_free_disk_bytes();
+  }
+  absl::StatusOr<std::unique_ptr<SparseTable>> table = NewTable(table_options);
   if (!table.ok()) return Fail(table.status());
   auto pserver = Pserver::Create(ps_options, std::move(*table));
 

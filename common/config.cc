@@ -347,6 +347,7 @@ JobConfig DefaultJobConfig() {
   table->set_backend(MEMORY);
   table->set_hot_tier_bytes(uint64_t{1} << 30);
   table->set_durability(WAL);
+  table->set_min_free_disk_bytes(uint64_t{256} << 20);
   AccessorConfig* accessor = table->mutable_accessor();
   accessor->set_nonclk_coeff(0.1f);
   accessor->set_click_coeff(1);

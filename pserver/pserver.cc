@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "pserver/disk_guard.h"
 #include "pserver/metrics.h"
 #include "pserver/worker_pool.h"
 
@@ -30,6 +31,7 @@ class PserverImpl final : public Pserver,
         table_(std::move(table)),
         pull_pool_(options.num_workers, options.max_queued_requests),
         push_pool_(options.num_workers, options.max_queued_requests),
+        disk_(options.data_dir, options.min_free_disk_bytes),
         metrics_(PserverMetrics::Get()) {}
 
   grpc::Service* service() override { return this; }
@@ -139,6 +141,11 @@ class PserverImpl final : public Pserver,
       return s;
     }
     if (Status s = CheckPushShapes(req); !s.ok()) return s;
+    if (absl::Status s = disk_.Check(); !s.ok()) {
+      return Status(
+          StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("Push: pserver ", options_.index, ": ", s.message()));
+    }
     // Bytes fields carry no alignment guarantee, though the heap buffer
     // behind one nearly always is aligned: copy only when it is not.
     const float* grads = reinterpret_cast<const float*>(req.grads().data());
@@ -170,14 +177,16 @@ class PserverImpl final : public Pserver,
                       ps::CheckpointResponse* resp) {
     if (req.dir().empty()) return Invalid("Checkpoint: dir is empty");
     const absl::Time start = absl::Now();
-    absl::Status s = table_->Flush();
+    absl::Status s = disk_.Check();  // a snapshot flushes memtables
+    if (s.ok()) s = table_->Flush();
     if (s.ok()) s = table_->Snapshot(req.dir());
     if (!s.ok()) {
       SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << " to " << req.dir()
                         << ": " << s.message();
-      const StatusCode code = absl::IsUnimplemented(s)
-                                  ? StatusCode::FAILED_PRECONDITION
-                                  : StatusCode::UNAVAILABLE;
+      const StatusCode code =
+          absl::IsUnimplemented(s) || absl::IsFailedPrecondition(s)
+              ? StatusCode::FAILED_PRECONDITION
+              : StatusCode::UNAVAILABLE;
       return Status(code, absl::StrCat("Checkpoint: ", s.message()));
     }
     resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
@@ -246,6 +255,7 @@ class PserverImpl final : public Pserver,
   const PserverOptions options_;
   std::unique_ptr<SparseTable> table_;
   WorkerPool pull_pool_, push_pool_;
+  DiskGuard disk_;
   PserverMetrics* metrics_;
 };
 

@@ -43,6 +43,11 @@ struct PserverOptions {
   int num_workers = 2;
   // Requests waiting for a worker before new ones are refused.
   size_t max_queued_requests = 4096;
+  // Pushes and checkpoints are refused (FAILED_PRECONDITION) while less
+  // than this many bytes are free under data_dir (pserver/disk_guard.h);
+  // 0 = never. For RocksDB tables.
+  std::string data_dir;
+  uint64_t min_free_disk_bytes = 0;
 };
 
 class Pserver {
