@@ -30,6 +30,22 @@ void CtrModel::InitDense(float* dense) const {
   for (const Linear& l : mlp_) l.Init(&rng, dense);
 }
 
+std::vector<DenseBlock> CtrModel::DenseBlocks() const {
+  std::vector<DenseBlock> blocks;
+  const int width = fields_ * dim_;
+  for (size_t l = 0; l < cross_.size(); ++l) {
+    const std::string name = "cross" + std::to_string(l);
+    blocks.push_back({name + ".W", width, width});
+    blocks.push_back({name + ".b", 1, width});
+  }
+  for (size_t k = 0; k < mlp_.size(); ++k) {
+    const std::string name = "mlp" + std::to_string(k);
+    blocks.push_back({name + ".W", mlp_[k].in(), mlp_[k].out()});
+    blocks.push_back({name + ".b", 1, mlp_[k].out()});
+  }
+  return blocks;
+}
+
 double CtrModel::DenseMacsPerExample() const {
   const double width = double(fields_) * dim_;
   double macs = cross_.size() * width * width;

@@ -20,6 +20,7 @@
 #define SAMPAN_TRAINER_MODEL_CTR_MODEL_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "trainer/data/batch.h"
@@ -43,9 +44,23 @@ struct CtrModelOptions {
   uint64_t seed = 1;
 };
 
+// One named block of the dense weights (a matrix or a bias row), in the
+// order the blocks lie in the flat array.
+struct DenseBlock {
+  std::string name;  // "mlp0.W", "mlp0.b", "cross1.W", ...
+  int rows = 0, cols = 0;
+};
+
 class CtrModel {
  public:
   explicit CtrModel(const CtrModelOptions& options);
+
+  CtrKind kind() const { return kind_; }
+  int fields() const { return fields_; }
+  // 0 for LR.
+  int embedding_dim() const { return dim_; }
+  // The dense weights' blocks; their sizes sum to dense_size().
+  std::vector<DenseBlock> DenseBlocks() const;
 
   // Floats per pulled sparse row: 1 + embedding_dim (1 for LR).
   int row_dim() const { return dim_ + 1; }

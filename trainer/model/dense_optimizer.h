@@ -8,7 +8,11 @@
 #define SAMPAN_TRAINER_MODEL_DENSE_OPTIMIZER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
 
 namespace sampan {
 
@@ -25,6 +29,16 @@ struct DenseOptimizerOptions {
   float l2 = 0.0f;
 };
 
+// An optimizer's state, for saving a model mid-training (model_io.h).
+struct DenseOptimizerState {
+  DenseRule rule = DenseRule::kSgd;
+  // Updates applied so far (Adam's bias correction depends on it).
+  int64_t steps = 0;
+  // Per-weight state, n floats each: none for SGD, the squared-gradient sums
+  // for Adagrad, the first and second moments for Adam.
+  std::vector<std::vector<float>> slots;
+};
+
 class DenseOptimizer {
  public:
   static std::unique_ptr<DenseOptimizer> Create(
@@ -33,6 +47,11 @@ class DenseOptimizer {
   // params -= step(grads); `grads` is the gradient of the summed loss scaled
   // by the caller (usually 1 / batch size).
   virtual void Apply(float* params, const float* grads) = 0;
+  // A copy of the state, such that Restore(State()) changes nothing.
+  virtual DenseOptimizerState State() const = 0;
+  // Replaces the state; InvalidArgument (naming what differs) when `state`
+  // is of another rule or another number of weights.
+  virtual absl::Status Restore(const DenseOptimizerState& state) = 0;
 };
 
 }  // namespace sampan
