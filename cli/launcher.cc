@@ -91,7 +91,10 @@ std::string DescribeExit(int status) {
 class Launcher {
  public:
   Launcher(JobConfig config, bool resume)
-      : config_(std::move(config)), resume_(resume) {}
+      : config_(std::move(config)),
+        resume_(resume),
+        deep_(config_.model().type() != LR && config_.model().type() != FM),
+        regroups_left_(config_.cluster().max_restarts()) {}
 
   int Run() {
     if (!Prepare()) return 1;
@@ -187,9 +190,6 @@ class Launcher {
       child.port_file = port_file;
       child.restarts_left = durable ? config_.cluster().max_restarts() : 0;
     }
-    // Hybrid ranks cannot rejoin a running collective group alone.
-    const bool deep =
-        config_.model().type() != LR && config_.model().type() != FM;
     const bool checkpoints = config_.checkpoint().every_steps() > 0 ||
                              config_.checkpoint().every_seconds() > 0;
     for (uint32_t r = 0; r < config_.cluster().num_trainers(); ++r) {
@@ -198,8 +198,7 @@ class Launcher {
                                        "--coordinator=" + coordinator};
       if (!resume_from_.empty()) args.push_back("--checkpoint=" + resume_from_);
       Child& child = Spawn(absl::StrCat("trainer-", r), true, std::move(args));
-      child.restarts_left =
-          checkpoints && !deep ? config_.cluster().max_restarts() : 0;
+      child.restarts_left = checkpoints ? config_.cluster().max_restarts() : 0;
     }
     return Supervise(coordinator);
   }
@@ -259,6 +258,7 @@ class Launcher {
   // trained after that position is trained again: pserver rows keep every
   // acknowledged push and do not roll back.
   bool RestartTrainer(Child& c) {
+    if (deep_) return RegroupTrainers();
     // A trainer that exits with an error (bad data, a refused push) would
     // meet the same error again; only a crash is worth a restart.
     if (!WIFSIGNALED(c.status)) return false;
@@ -273,6 +273,38 @@ class Launcher {
                            : "the start of its input (no checkpoint yet)")
               << " (" << c.restarts_left << " restarts left)\n";
     Launch(c, O_APPEND);
+    ++trainer_restarts_;
+    return true;
+  }
+
+  // Hybrid ranks allreduce in lockstep, so one rank cannot rejoin a running
+  // group, and the others fail as soon as a peer dies (with an error, not a
+  // signal). So any trainer failure stops every rank, and all restart from
+  // the latest checkpoint (same dense state and positions) in a new
+  // collective generation, at most cluster.max_restarts times per job.
+  bool RegroupTrainers() {
+    if (regroups_left_ <= 0) return false;
+    --regroups_left_;
+    for (Child& t : children_) {
+      if (!t.is_trainer || t.exited) continue;
+      kill(t.pid, SIGKILL);
+      waitpid(t.pid, &t.status, 0);
+      t.exited = true;
+    }
+    ++generation_;
+    absl::StatusOr<std::string> dir =
+        LatestCompleteCheckpoint(CheckpointRoot(config_));
+    std::cerr << "\na hybrid trainer failed; restarting all "
+              << config_.cluster().num_trainers() << " trainers from "
+              << (dir.ok() ? *dir : "the start (no checkpoint yet)")
+              << " as collective generation " << generation_ << " ("
+              << regroups_left_ << " regroups left)\n";
+    for (Child& t : children_) {
+      if (!t.is_trainer) continue;
+      SetFlag(&t.args, "checkpoint", dir.ok() ? *dir : "");
+      SetFlag(&t.args, "generation", absl::StrCat(generation_));
+      Launch(t, O_APPEND);
+    }
     ++trainer_restarts_;
     return true;
   }
@@ -443,6 +475,9 @@ class Launcher {
 
   JobConfig config_;
   const bool resume_;
+  const bool deep_;  // hybrid: trainers restart as a group
+  int regroups_left_;
+  uint64_t generation_ = 0;  // of the hybrid collective group
   std::string resume_from_;  // the checkpoint directory resumed from
   int trainer_restarts_ = 0;
   std::string config_path_;

@@ -10,8 +10,9 @@
 //   - no child outlives the launcher, even if the launcher is SIGKILLed
 //     (children die with their parent through PR_SET_PDEATHSIG);
 //   - a crashed RocksDB pserver is restarted on its port, and a crashed
-//     trainer of a job that takes checkpoints (LR/FM) at the latest
-//     checkpoint's data position, each up to 3 times.
+//     trainer of a job that takes checkpoints at the latest checkpoint's
+//     data position (in hybrid jobs all ranks, as a new collective
+//     generation), up to cluster.max_restarts times.
 #ifndef SAMPAN_CLI_LAUNCHER_H_
 #define SAMPAN_CLI_LAUNCHER_H_
 

@@ -63,6 +63,7 @@ commands:
   pserver --config=F --index=I [--coordinator=HOST:PORT] [--port=P]
           [--port_file=F]
   trainer --config=F --rank=R --coordinator=HOST:PORT [--checkpoint=DIR]
+          [--generation=G]
                           the processes `run` starts; --config takes the job
                           YAML or the resolved job.pbtxt that `run` writes.
                           All three also take --host=H (bind and advertise
@@ -280,9 +281,10 @@ int PserverMain(int argc, char** argv) {
 }
 
 int TrainerMain(int argc, char** argv) {
-  Invocation inv = ParseOrExit(argc, argv,
-                               {"rank", "coordinator", "host", "metrics_port",
-                                "metrics_port_file", "checkpoint"});
+  Invocation inv =
+      ParseOrExit(argc, argv,
+                  {"rank", "coordinator", "host", "metrics_port",
+                   "metrics_port_file", "checkpoint", "generation"});
   const int rank = IntFlagOrExit(inv.flags, "rank", -1);
   if (rank < 0 ||
       rank >= static_cast<int>(inv.config.cluster().num_trainers())) {
@@ -294,7 +296,8 @@ int TrainerMain(int argc, char** argv) {
   // The PS client's families (pull latency, push queues) are served here.
   auto metrics = MaybeStartMetrics(inv.flags, inv.config.cluster().host());
   absl::Status s = RunTrainer(inv.config, rank, inv.flags.Get("coordinator"),
-                              inv.flags.Get("checkpoint"));
+                              inv.flags.Get("checkpoint"),
+                              IntFlagOrExit(inv.flags, "generation", 0));
   if (!s.ok()) return Fail(s);
   SAMPAN_LOG(INFO) << "done";
   return 0;

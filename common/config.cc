@@ -466,14 +466,6 @@ absl::Status ValidateCheckpoint(const JobConfig& config) {
                     "needs table.backend: ROCKSDB (a memory table cannot "
                     "be snapshotted)")
           : absl::OkStatus(),
-      // The dense weights and optimizer state of hybrid jobs have no
-      // save/load yet (trainer/model/model_io is coming).
-      on && config.model().type() != LR && config.model().type() != FM
-          ? Invalid("checkpoint",
-                    absl::StrCat("not supported yet for ",
-                                 ModelType_Name(config.model().type()),
-                                 " (hybrid dense state)"))
-          : absl::OkStatus(),
   });
 }
 

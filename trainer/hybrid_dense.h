@@ -23,7 +23,8 @@
 // weights() may be read by others only once the step loop has ended.
 // Collectives: two communicators, "hybrid-grads" (owned by the
 // DenseAllReducer while it lives) and "hybrid-ctl" (broadcast, hash checks),
-// joined in that order on every rank. Every wait is bounded by `timeout`.
+// joined in that order on every rank, with "-g<generation>" appended after
+// a restart of the group. Every wait is bounded by `timeout`.
 #ifndef SAMPAN_TRAINER_HYBRID_DENSE_H_
 #define SAMPAN_TRAINER_HYBRID_DENSE_H_
 
@@ -39,6 +40,7 @@
 #include "collective/dense_allreducer.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/dense_optimizer.h"
+#include "trainer/model/model_io.h"
 
 namespace sampan {
 
@@ -57,6 +59,13 @@ struct HybridDenseOptions {
   // Tests only: this rank nudges one weight after the broadcast, so the
   // hash check must fail (SAMPAN_DENSE_TEST_SKEW_RANK). -1: none.
   int skew_rank = -1;
+  // The collective group's generation, part of the communicators' names:
+  // ranks restarted together after a crash (a new generation) never meet
+  // the dead group's rendezvous keys.
+  uint64_t generation = 0;
+  // Resume: the weights and optimizer state every rank starts from (a
+  // checkpoint's dense.bin) instead of fresh weights; null for none.
+  const DenseModelState* initial = nullptr;
 };
 
 class HybridDense {
@@ -84,11 +93,14 @@ class HybridDense {
   absl::StatusOr<uint64_t> Finish();
 
   uint64_t steps() const { return steps_; }
+  // The weights and optimizer state, for a checkpoint.
+  DenseModelState State() const;
   // FNV-1a over the weights' bytes.
   uint64_t Hash() const;
 
  private:
   HybridDense(const HybridDenseOptions& options, size_t n);
+  absl::Status Restore(const DenseModelState& state);
   absl::Status CheckHash();
 
   const HybridDenseOptions options_;

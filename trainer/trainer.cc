@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -28,6 +29,7 @@
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/fm.h"
+#include "trainer/model/model_io.h"
 
 namespace sampan {
 namespace {
@@ -48,8 +50,11 @@ class Trainer {
   // `start`: the checkpointed position to resume from (null: the start).
   Trainer(const JobConfig& config, int rank, const std::string& coordinator,
           std::shared_ptr<grpc::ChannelCredentials> credentials,
-          const coord::DataPosition* start)
+          const coord::DataPosition* start, std::string dense_path,
+          uint64_t generation)
       : config_(config),
+        dense_path_(std::move(dense_path)),
+        generation_(generation),
         rank_(rank),
         credentials_(credentials),
         coordinator_(
@@ -158,6 +163,12 @@ class Trainer {
     req.set_missed(missed);
     *req.mutable_position() = input_.Position();
     req.mutable_position()->set_steps(gate_.steps());
+    if (deep_ && rank_ == 0 && !missed) {
+      // Every rank holds the same dense state; rank 0 saves it.
+      absl::StatusOr<std::string> path = SaveDenseForCheckpoint();
+      if (!path.ok()) return path.status();
+      req.set_dense_file(*path);
+    }
     const absl::Time start = absl::Now();
     absl::StatusOr<coord::CheckpointArriveResponse> resp =
         coordinator_.CheckpointArrive(
@@ -176,6 +187,20 @@ class Trainer {
                      << " offset " << p.byte_offset() << ", paused "
                      << absl::FormatDuration(absl::Now() - start);
     return resp->epoch();
+  }
+
+  // Writes the dense weights and optimizer state where the coordinator
+  // moves them into the checkpoint from (it must see the same path).
+  absl::StatusOr<std::string> SaveDenseForCheckpoint() {
+    const std::string root =
+        std::filesystem::absolute(CheckpointRoot(config_)).string();
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    const std::string path =
+        absl::StrCat(root, "/dense-step", gate_.steps(), ".bin");
+    absl::Status s = SaveDenseModel(path, *ctr_, dense_->State());
+    if (!s.ok()) return s;
+    return path;
   }
 
   // A rank out of input counts as arrived at every later checkpoint; its
@@ -248,6 +273,15 @@ class Trainer {
       h.skew_rank = std::atoi(r);
     }
     h.optimizer = o->dense;
+    h.generation = generation_;
+    DenseModelState initial;
+    if (!dense_path_.empty()) {
+      absl::StatusOr<DenseModelState> loaded =
+          LoadDenseModel(dense_path_, *ctr_);
+      if (!loaded.ok()) return loaded.status();
+      initial = std::move(*loaded);
+      h.initial = &initial;
+    }
     absl::StatusOr<std::unique_ptr<HybridDense>> d =
         HybridDense::Create(*ctr_, h);
     if (!d.ok()) return d.status();
@@ -266,7 +300,12 @@ class Trainer {
     CtrModel::Workspace ws;
     absl::Status read_status, step_status;
     while (true) {
-      bool trained = !Failed() && input_.Next(&s.batch, &read_status);
+      // Every rank has the same step count here (lockstep), so the gate
+      // pauses them all at the same step for a checkpoint.
+      step_status = gate_.Enter();
+      bool trained =
+          step_status.ok() && !Failed() && input_.Next(&s.batch, &read_status);
+      if (trained) gate_.Took();
       double loss = 0;
       dense_->ZeroGrads();
       if (trained) {
@@ -289,6 +328,7 @@ class Trainer {
       // Even a rank that failed takes part in this step, so that the others
       // see it out of data and stop at once rather than time out.
       absl::StatusOr<bool> all = dense_->Step(trained, s.batch.size());
+      gate_.Leave();
       if (!step_status.ok()) return step_status;
       if (!all.ok()) return all.status();
       if (!*all) break;
@@ -415,6 +455,9 @@ class Trainer {
   }
 
   const JobConfig& config_;
+  // Resume: the checkpoint's dense state (hybrid jobs); "" for none.
+  const std::string dense_path_;
+  const uint64_t generation_;  // of the hybrid collective group
   const int rank_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   CoordinatorClient coordinator_;
@@ -446,12 +489,14 @@ std::string ResultPath(const JobConfig& config) {
 
 absl::Status RunTrainer(const JobConfig& config, int rank,
                         const std::string& coordinator_address,
-                        const std::string& checkpoint_dir) {
+                        const std::string& checkpoint_dir,
+                        uint64_t generation) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(SecurityOptionsFromJob(config));
   if (!credentials.ok()) return credentials.status();
   coord::DataPosition start;
   bool resume = false;
+  std::string dense_path;
   if (!checkpoint_dir.empty()) {
     // The launcher verified the files; the trainer reads its position only.
     absl::StatusOr<coord::CheckpointManifest> m =
@@ -463,6 +508,7 @@ absl::Status RunTrainer(const JobConfig& config, int rank,
         resume = true;
       }
     }
+    if (m->has_dense()) dense_path = checkpoint_dir + "/dense.bin";
     if (!resume) {
       return absl::NotFoundError(absl::StrCat(
           checkpoint_dir, "/MANIFEST has no position for trainer ", rank));
@@ -474,7 +520,7 @@ absl::Status RunTrainer(const JobConfig& config, int rank,
                      << " rows done" << (start.finished() ? " (finished)" : "");
   }
   Trainer trainer(config, rank, coordinator_address, *credentials,
-                  resume ? &start : nullptr);
+                  resume ? &start : nullptr, dense_path, generation);
   return trainer.Run();
 }
 

@@ -169,6 +169,19 @@ check_auc() {  # job dir
   fi
 }
 
+# SIGKILLs trainer 1 once the job has a complete checkpoint (pid in
+# $victim), waits for the launcher ($rc) and shows the end of its output.
+kill_trainer_after_checkpoint() {  # job dir
+  for _ in $(seq 1 600); do [ "$(checkpoints_of "$1")" -ge 1 ] && break; sleep 0.1; done
+  [ "$(checkpoints_of "$1")" -ge 1 ] || fail "no checkpoint within 60 s"
+  sleep 0.5
+  victim=$(pgrep -f -- "--config=$1/job.pbtxt --rank=1 " | head -1)
+  [ -n "$victim" ] || { fail "trainer-1 not found"; finish; }
+  kill -9 "$victim"; log "SIGKILL trainer-1 (pid $victim)"
+  wait $launcher; rc=$?
+  tail -4 "$1.out"
+}
+
 checkpoints_of() { ls -d "$1"/checkpoints/ckpt-*/MANIFEST 2>/dev/null | wc -l; }
 
 check_leftover() {

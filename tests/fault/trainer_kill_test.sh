@@ -14,15 +14,8 @@ write_job "$job"
 start_time=$(date +%s)
 start_job "$job" || finish
 start_counter "$job"
-for _ in $(seq 1 300); do [ "$(checkpoints_of "$job")" -ge 1 ] && break; sleep 0.1; done
-[ "$(checkpoints_of "$job")" -ge 1 ] || fail "no checkpoint within 30 s"
-sleep 0.7
-victim=$(pgrep -f -- "--config=$job/job.pbtxt --rank=1 " | head -1)
-[ -n "$victim" ] || { fail "trainer-1 not found"; finish; }
-kill -9 "$victim"; log "SIGKILL trainer-1 (pid $victim)"
-wait $launcher; rc=$?
+kill_trainer_after_checkpoint "$job"
 elapsed=$(( $(date +%s) - start_time ))
-tail -4 "$job.out"
 [ $rc -eq 0 ] && pass "job finished after a trainer SIGKILL" \
   || fail "job exited $rc: $(grep error "$job.out" | head -3)"
 grep -qE "trainer-1 \(pid $victim\) killed by signal 9 .*; restarting it from .*/ckpt-[0-9]+" "$job.out" \
