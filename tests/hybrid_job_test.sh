@@ -9,7 +9,10 @@
 #      exit 0 and three identical hashes;
 #   3. a rank whose weights were nudged after the broadcast
 #      (SAMPAN_DENSE_TEST_SKEW_RANK) fails the job at the first hash check,
-#      on every rank, leaving no process.
+#      on every rank, leaving no process;
+#   4. with TLS and a bearer token on every channel (cluster.security), the
+#      collective's rendezvous through the coordinator uses them too: the
+#      job trains, and the coordinator refused no call.
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -78,5 +81,29 @@ for r in 0 1; do
 done
 [ $rc -ne 0 ] && pass "skew: mismatch fails the job (exit $rc)"
 [ -z "$(leftover "$job")" ] || fail "processes left after a failed job"
+
+# 4. TLS + token: the rendezvous RPCs carry the job's credentials.
+pki="$TMP/pki"
+mkdir -p "$pki"
+(
+  cd "$pki" || exit 1
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sampan-test-ca \
+    -keyout ca.key -out ca.pem 2> /dev/null &&
+  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+    -keyout node.key -out node.csr 2> /dev/null &&
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' > ext &&
+  openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+    -days 2 -extfile ext -out node.pem 2> /dev/null &&
+  echo 0123456789abcdef-hybrid-token > token
+) || fail "tls: openssl could not make certificates"
+job="$TMP/tls"
+write_config "$job" 2 "type: DNN" 60000
+sed -i "s|^cluster: {|cluster: {security: {tls_cert_file: $pki/node.pem, tls_key_file: $pki/node.key,\n            tls_ca_file: $pki/ca.pem, token_file: $pki/token},\n          |" "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+if [ $rc -eq 0 ] && same_hashes "$job" 2 > /dev/null; then
+  pass "tls: hybrid job over TLS + token, identical dense hashes"
+else
+  fail "tls: run exited $rc"; echo "$out" | tail -8
+fi
 
 finish

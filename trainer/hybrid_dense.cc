@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<HybridDense>> HybridDense::Create(
   c.rank = options.rank;
   c.size = options.size;
   c.timeout = options.timeout;
+  c.credentials = options.credentials;
   // The dense math runs on the CPU; NCCL would want device buffers.
   c.backend = collective::Backend::kGloo;
   const std::string suffix =

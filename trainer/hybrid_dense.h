@@ -63,6 +63,9 @@ struct HybridDenseOptions {
   // ranks restarted together after a crash (a new generation) never meet
   // the dead group's rendezvous keys.
   uint64_t generation = 0;
+  // Credentials for the rendezvous RPCs to the coordinator (the job's
+  // cluster.security); null means plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
   // Resume: the weights and optimizer state every rank starts from (a
   // checkpoint's dense.bin) instead of fresh weights; null for none.
   const DenseModelState* initial = nullptr;

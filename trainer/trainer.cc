@@ -250,14 +250,6 @@ class Trainer {
   // Deep models, hybrid mode (trainer/hybrid_dense.h): one step loop per
   // rank, in lockstep with the other ranks through the dense allreduce.
   absl::Status TrainDeep() {
-    const SecurityOptions security = SecurityOptionsFromJob(config_);
-    if (security.tls() || !security.token_file.empty()) {
-      // collective/ rendezvouses over a plaintext, token-less coordinator
-      // client; fail clearly rather than at the rendezvous.
-      return absl::UnimplementedError(
-          "hybrid training (deep models in `sampan run`) does not support "
-          "cluster.security yet");
-    }
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     ctr_ = std::make_unique<CtrModel>(o->model);
@@ -274,6 +266,8 @@ class Trainer {
     }
     h.optimizer = o->dense;
     h.generation = generation_;
+    // The rendezvous goes through the coordinator: same TLS and token.
+    h.credentials = credentials_;
     DenseModelState initial;
     if (!dense_path_.empty()) {
       absl::StatusOr<DenseModelState> loaded =
