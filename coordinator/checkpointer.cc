@@ -256,14 +256,17 @@ class CheckpointerImpl final : public Checkpointer {
     ps::CheckpointRequest req;
     req.set_epoch(round.epoch);
     req.set_dir(absl::StrCat(dir, "/pserver-", i));
-    const absl::Time limit = absl::Now() + timeout_;
+    // One deadline for the whole snapshot phase, counted from the round's
+    // start: trainers wait longer than that (timeout + 2 RPC deadlines from
+    // their arrival), so none resumes pushing while a snapshot may still be
+    // taken, which would put pushes past its recorded position into it.
+    const absl::Time limit = round.start + timeout_;
     absl::Duration backoff = absl::Milliseconds(50);
     while (true) {
       std::error_code ec;
       fs::remove_all(req.dir(), ec);  // a failed attempt's partial copy
       grpc::ClientContext ctx;
-      ctx.set_deadline(
-          absl::ToChronoTime(std::min(limit, absl::Now() + timeout_)));
+      ctx.set_deadline(absl::ToChronoTime(limit));
       ps::CheckpointResponse resp;
       const Status s = stub->Checkpoint(&ctx, req, &resp);
       if (s.ok()) return "";
