@@ -151,6 +151,7 @@ baseline_auc() {
       local job="$FAULT_CACHE/baseline-$key"
       rm -rf "$job"; write_job "$job"
       "$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 && auc_of "$job" > "$cached"
+      rm -rf "$job"  # tables and checkpoints; the AUC and the log stay
     fi
   ) 8> "$FAULT_CACHE/baseline.lock"
   cat "$cached" 2>/dev/null
