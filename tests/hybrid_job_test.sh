@@ -12,7 +12,10 @@
 #      on every rank, leaving no process;
 #   4. with TLS and a bearer token on every channel (cluster.security), the
 #      collective's rendezvous through the coordinator uses them too: the
-#      job trains, and the coordinator refused no call.
+#      job trains, and the coordinator refused no call;
+#   5. time-triggered checkpoints in lockstep: the coordinator announces a
+#      step ahead of the ranks, both pause at it, rank 0's dense state lands
+#      in the checkpoint, and the job finishes with identical hashes.
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -104,6 +107,23 @@ if [ $rc -eq 0 ] && same_hashes "$job" 2 > /dev/null; then
   pass "tls: hybrid job over TLS + token, identical dense hashes"
 else
   fail "tls: run exited $rc"; echo "$out" | tail -8
+fi
+
+# 5. Checkpoints every second in a hybrid job (checkpoint_at_step).
+job="$TMP/ckpt"
+write_config "$job" 2 "type: DNN" 150000
+sed -i 's/^table: {/table: {backend: ROCKSDB, /' "$job.yaml"
+echo "checkpoint: {every_seconds: 1, keep: 2}" >> "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+taken=$(grep -c "complete in" "$job/logs/coordinator.log")
+at_step=$(grep -m1 -o "started (time) at step [0-9]*" "$job/logs/coordinator.log")
+if [ $rc -eq 0 ] && [ "$taken" -ge 1 ] && [ -n "$at_step" ] &&
+   ls "$job"/checkpoints/ckpt-*/dense.bin > /dev/null 2>&1 &&
+   same_hashes "$job" 2 > /dev/null; then
+  pass "ckpt: $taken time-triggered checkpoint(s) with dense.bin, first $at_step"
+else
+  fail "ckpt: rc $rc, $taken checkpoints, '$at_step'"; echo "$out" | tail -5
+  grep -h "checkpoint" "$job/logs/coordinator.log" | tail -5
 fi
 
 finish
