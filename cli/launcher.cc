@@ -24,17 +24,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/progress.h"
+#include "cli/resume.h"
 #include "cli/synthetic_data.h"
 #include "common/security.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/trainer.h"
 
 namespace sampan {
 namespace {
-
-// A pserver that keeps dying is a bug to report, not to hide.
-constexpr int kMaxPserverRestarts = 3;
 
 volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
@@ -48,7 +47,9 @@ struct Child {
   int status = 0;
   std::vector<std::string> args;  // as passed to `sampan`
   // A pserver whose table is durable comes back on the same port after a
-  // crash (its clients retry meanwhile); <= 0 means never restarted.
+  // crash (its clients retry meanwhile); a trainer of a job that takes
+  // checkpoints comes back at its checkpointed data position. <= 0 means
+  // never restarted.
   int restarts_left = 0;
   std::string port_file;
 };
@@ -65,6 +66,18 @@ std::string LastLines(const std::string& path, int n) {
   return out;
 }
 
+// Replaces --name=... in `args` with --name=value (none when value is "").
+void SetFlag(std::vector<std::string>* args, const std::string& name,
+             const std::string& value) {
+  const std::string prefix = "--" + name + "=";
+  args->erase(std::remove_if(args->begin(), args->end(),
+                             [&](const std::string& a) {
+                               return a.rfind(prefix, 0) == 0;
+                             }),
+              args->end());
+  if (!value.empty()) args->push_back(prefix + value);
+}
+
 std::string DescribeExit(int status) {
   if (WIFEXITED(status))
     return absl::StrCat("exit status ", WEXITSTATUS(status));
@@ -77,7 +90,11 @@ std::string DescribeExit(int status) {
 
 class Launcher {
  public:
-  explicit Launcher(JobConfig config) : config_(std::move(config)) {}
+  Launcher(JobConfig config, bool resume)
+      : config_(std::move(config)),
+        resume_(resume),
+        deep_(config_.model().type() != LR && config_.model().type() != FM),
+        regroups_left_(config_.cluster().max_restarts()) {}
 
   int Run() {
     if (!Prepare()) return 1;
@@ -99,6 +116,17 @@ class Launcher {
       return false;
     }
     std::filesystem::remove(ResultPath(config_), ec);
+    if (resume_) {
+      // Tables go back to the checkpoint's epoch: the trainers retrain what
+      // came after it (docs/operations.md).
+      absl::StatusOr<std::string> dir = RestoreLatestCheckpoint(config_);
+      if (!dir.ok()) {
+        std::cerr << "error: --resume: " << dir.status().message() << "\n";
+        return false;
+      }
+      resume_from_ = *dir;
+      std::cerr << "resuming from " << resume_from_ << "\n";
+    }
     if (config_.data().synthetic().rows() > 0) {
       absl::StatusOr<SyntheticData> data = EnsureSyntheticData(config_);
       if (!data.ok()) {
@@ -160,12 +188,17 @@ class Launcher {
           {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
            "--coordinator=" + coordinator, "--port_file=" + port_file});
       child.port_file = port_file;
-      child.restarts_left = durable ? kMaxPserverRestarts : 0;
+      child.restarts_left = durable ? config_.cluster().max_restarts() : 0;
     }
+    const bool checkpoints = config_.checkpoint().every_steps() > 0 ||
+                             config_.checkpoint().every_seconds() > 0;
     for (uint32_t r = 0; r < config_.cluster().num_trainers(); ++r) {
-      Spawn(absl::StrCat("trainer-", r), true,
-            {"trainer", "--config=" + config_path_, absl::StrCat("--rank=", r),
-             "--coordinator=" + coordinator});
+      std::vector<std::string> args = {"trainer", "--config=" + config_path_,
+                                       absl::StrCat("--rank=", r),
+                                       "--coordinator=" + coordinator};
+      if (!resume_from_.empty()) args.push_back("--checkpoint=" + resume_from_);
+      Child& child = Spawn(absl::StrCat("trainer-", r), true, std::move(args));
+      child.restarts_left = checkpoints ? config_.cluster().max_restarts() : 0;
     }
     return Supervise(coordinator);
   }
@@ -203,18 +236,13 @@ class Launcher {
   // its clients hold stays valid; they retry until it answers. Returns false
   // when the child may not be restarted.
   bool Restart(Child& c) {
-    if (stopping_ || c.restarts_left <= 0 || c.is_trainer) return false;
+    if (stopping_ || c.restarts_left <= 0) return false;
+    if (c.is_trainer) return RestartTrainer(c);
     std::ifstream in(c.port_file);
     int port = 0;
     if (!(in >> port) || port <= 0) return false;
     --c.restarts_left;
-    std::vector<std::string>& args = c.args;
-    args.erase(std::remove_if(args.begin(), args.end(),
-                              [](const std::string& a) {
-                                return a.rfind("--port=", 0) == 0;
-                              }),
-               args.end());
-    args.push_back(absl::StrCat("--port=", port));
+    SetFlag(&c.args, "port", absl::StrCat(port));
     std::cerr << "\n"
               << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
               << "; restarting it on port " << port << " (" << c.restarts_left
@@ -222,6 +250,62 @@ class Launcher {
                  "RocksDB log\n";
     Launch(c, O_APPEND);
     ++restarts_;
+    return true;
+  }
+
+  // A crashed trainer comes back at the data position of the latest complete
+  // checkpoint (or its part's start when there is none yet). What it
+  // trained after that position is trained again: pserver rows keep every
+  // acknowledged push and do not roll back.
+  bool RestartTrainer(Child& c) {
+    if (deep_) return RegroupTrainers();
+    // A trainer that exits with an error (bad data, a refused push) would
+    // meet the same error again; only a crash is worth a restart.
+    if (!WIFSIGNALED(c.status)) return false;
+    --c.restarts_left;
+    absl::StatusOr<std::string> dir =
+        LatestCompleteCheckpoint(CheckpointRoot(config_));
+    SetFlag(&c.args, "checkpoint", dir.ok() ? *dir : "");
+    std::cerr << "\n"
+              << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
+              << "; restarting it from "
+              << (dir.ok() ? *dir
+                           : "the start of its input (no checkpoint yet)")
+              << " (" << c.restarts_left << " restarts left)\n";
+    Launch(c, O_APPEND);
+    ++trainer_restarts_;
+    return true;
+  }
+
+  // Hybrid ranks allreduce in lockstep, so one rank cannot rejoin a running
+  // group, and the others fail as soon as a peer dies (with an error, not a
+  // signal). So any trainer failure stops every rank, and all restart from
+  // the latest checkpoint (same dense state and positions) in a new
+  // collective generation, at most cluster.max_restarts times per job.
+  bool RegroupTrainers() {
+    if (regroups_left_ <= 0) return false;
+    --regroups_left_;
+    for (Child& t : children_) {
+      if (!t.is_trainer || t.exited) continue;
+      kill(t.pid, SIGKILL);
+      waitpid(t.pid, &t.status, 0);
+      t.exited = true;
+    }
+    ++generation_;
+    absl::StatusOr<std::string> dir =
+        LatestCompleteCheckpoint(CheckpointRoot(config_));
+    std::cerr << "\na hybrid trainer failed; restarting all "
+              << config_.cluster().num_trainers() << " trainers from "
+              << (dir.ok() ? *dir : "the start (no checkpoint yet)")
+              << " as collective generation " << generation_ << " ("
+              << regroups_left_ << " regroups left)\n";
+    for (Child& t : children_) {
+      if (!t.is_trainer) continue;
+      SetFlag(&t.args, "checkpoint", dir.ok() ? *dir : "");
+      SetFlag(&t.args, "generation", absl::StrCat(generation_));
+      Launch(t, O_APPEND);
+    }
+    ++trainer_restarts_;
     return true;
   }
 
@@ -380,6 +464,9 @@ class Launcher {
     if (restarts_ > 0) {
       std::cout << restarts_ << " pserver restart(s) during the job\n";
     }
+    if (trainer_restarts_ > 0) {
+      std::cout << trainer_restarts_ << " trainer restart(s) during the job\n";
+    }
     std::cout << "logs and results: " << config_.output_dir() << "\n";
   }
 
@@ -387,6 +474,12 @@ class Launcher {
   std::string MetricsDir() const { return config_.output_dir() + "/metrics"; }
 
   JobConfig config_;
+  const bool resume_;
+  const bool deep_;  // hybrid: trainers restart as a group
+  int regroups_left_;
+  uint64_t generation_ = 0;  // of the hybrid collective group
+  std::string resume_from_;  // the checkpoint directory resumed from
+  int trainer_restarts_ = 0;
   std::string config_path_;
   SyntheticData synthetic_;
   uint64_t synthetic_rows_ = 0;
@@ -399,8 +492,8 @@ class Launcher {
 
 }  // namespace
 
-int RunLocalJob(JobConfig config) {
-  Launcher launcher(std::move(config));
+int RunLocalJob(JobConfig config, bool resume) {
+  Launcher launcher(std::move(config), resume);
   return launcher.Run();
 }
 

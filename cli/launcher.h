@@ -8,7 +8,11 @@
 //     non-zero, with the failed child's last log lines printed;
 //   - Ctrl-C (SIGINT) or SIGTERM stops everything;
 //   - no child outlives the launcher, even if the launcher is SIGKILLed
-//     (children die with their parent through PR_SET_PDEATHSIG).
+//     (children die with their parent through PR_SET_PDEATHSIG);
+//   - a crashed RocksDB pserver is restarted on its port, and a crashed
+//     trainer of a job that takes checkpoints at the latest checkpoint's
+//     data position (in hybrid jobs all ranks, as a new collective
+//     generation), up to cluster.max_restarts times.
 #ifndef SAMPAN_CLI_LAUNCHER_H_
 #define SAMPAN_CLI_LAUNCHER_H_
 
@@ -19,8 +23,10 @@
 namespace sampan {
 
 // Runs the job in `config` (already loaded and validated) and returns the
-// process exit status: 0 on success.
-int RunLocalJob(JobConfig config);
+// process exit status: 0 on success. With `resume`, the pservers' tables
+// are first restored from the latest complete checkpoint and the trainers
+// start at their positions recorded there; no such checkpoint is an error.
+int RunLocalJob(JobConfig config, bool resume = false);
 
 }  // namespace sampan
 

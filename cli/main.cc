@@ -40,8 +40,10 @@ constexpr int kExitConfigError = 2;
 constexpr char kUsage[] = R"(usage: sampan <command> [flags]
 
 commands:
-  run JOB.yaml            run a whole job locally: coordinator, pservers and
-                          trainers as child processes; prints test AUC
+  run JOB.yaml [--resume] run a whole job locally: coordinator, pservers and
+                          trainers as child processes; prints test AUC.
+                          --resume: restore tables, data positions from the
+                          latest complete checkpoint (checkpoint.dir)
   validate JOB.yaml       check a job config; exit status 2 on any error
   train-local JOB.yaml    train the job's model (any type, incl. DNN,
                           WIDE_DEEP, DEEPFM, DCN_V2) in this process with an
@@ -64,7 +66,8 @@ commands:
   coordinator --config=F [--port=P] [--port_file=F]
   pserver --config=F --index=I [--coordinator=HOST:PORT] [--port=P]
           [--port_file=F]
-  trainer --config=F --rank=R --coordinator=HOST:PORT
+  trainer --config=F --rank=R --coordinator=HOST:PORT [--checkpoint=DIR]
+          [--generation=G]
                           the processes `run` starts; --config takes the job
                           YAML or the resolved job.pbtxt that `run` writes.
                           All three also take --host=H (bind and advertise
@@ -236,8 +239,12 @@ int PserverMain(int argc, char** argv) {
   ps_options.num_workers = cluster.pserver_threads();
   // A memory table never waits on I/O: serve it on gRPC's threads.
   ps_options.run_inline = inv.config.table().backend() != ROCKSDB;
-  absl::StatusOr<std::unique_ptr<SparseTable>> table =
-      NewTable(TableOptionsFromJob(inv.config, index));
+  const TableOptions table_options = TableOptionsFromJob(inv.config, index);
+  if (table_options.backend == Backend::kRocksDb) {
+    ps_options.data_dir = table_options.data_dir;
+    ps_options.min_free_disk_bytes = inv.config.table().min_free_disk_bytes();
+  }
+  absl::StatusOr<std::unique_ptr<SparseTable>> table = NewTable(table_options);
   if (!table.ok()) return Fail(table.status());
   auto pserver = Pserver::Create(ps_options, std::move(*table));
 
@@ -280,9 +287,10 @@ int PserverMain(int argc, char** argv) {
 }
 
 int TrainerMain(int argc, char** argv) {
-  Invocation inv = ParseOrExit(
-      argc, argv,
-      {"rank", "coordinator", "host", "metrics_port", "metrics_port_file"});
+  Invocation inv =
+      ParseOrExit(argc, argv,
+                  {"rank", "coordinator", "host", "metrics_port",
+                   "metrics_port_file", "checkpoint", "generation"});
   const int rank = IntFlagOrExit(inv.flags, "rank", -1);
   if (rank < 0 ||
       rank >= static_cast<int>(inv.config.cluster().num_trainers())) {
@@ -293,7 +301,9 @@ int TrainerMain(int argc, char** argv) {
   SetLogRole(absl::StrFormat("trainer-%d", rank));
   // The PS client's families (pull latency, push queues) are served here.
   auto metrics = MaybeStartMetrics(inv.flags, inv.config.cluster().host());
-  absl::Status s = RunTrainer(inv.config, rank, inv.flags.Get("coordinator"));
+  absl::Status s = RunTrainer(inv.config, rank, inv.flags.Get("coordinator"),
+                              inv.flags.Get("checkpoint"),
+                              IntFlagOrExit(inv.flags, "generation", 0));
   if (!s.ok()) return Fail(s);
   SAMPAN_LOG(INFO) << "done";
   return 0;
@@ -312,13 +322,14 @@ int ValidateMain(int argc, char** argv) {
 }
 
 int RunMain(int argc, char** argv) {
-  if (argc != 3) {
+  const bool resume = argc == 4 && std::string(argv[3]) == "--resume";
+  if (argc != 3 && !resume) {
     return ConfigError(
-        absl::InvalidArgumentError("usage: sampan run JOB.yaml"));
+        absl::InvalidArgumentError("usage: sampan run JOB.yaml [--resume]"));
   }
   absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
   if (!config.ok()) return ConfigError(config.status());
-  return RunLocalJob(*config);
+  return RunLocalJob(*config, resume);
 }
 
 int TrainLocalMain(int argc, char** argv) {

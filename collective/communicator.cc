@@ -49,7 +49,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> NewCpuCommunicator(
     const CommunicatorOptions& options) {
   if (!options.shared_memory) return NewGlooCommunicator(options);
   CoordinatorClient client(options.coordinator_address, absl::Seconds(10),
-                           options.timeout);
+                           options.timeout, options.credentials);
   absl::StatusOr<bool> local = AllRanksOnThisHost(options, &client);
   if (!local.ok()) return local.status();
   if (*local) return NewShmCommunicator(options, &client);

@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 
 namespace sampan {
 namespace collective {
@@ -81,6 +82,10 @@ struct CommunicatorOptions {
   // boot and pid namespace), use shared memory instead of Gloo's TCP, which
   // is several times faster on loopback. False forces Gloo.
   bool shared_memory = true;
+  // Channel credentials (TLS, bearer token) for the rendezvous RPCs to the
+  // coordinator; null means plaintext. Gloo's TCP pairs themselves are not
+  // encrypted; shared memory never leaves the host.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 class Communicator {

@@ -78,7 +78,7 @@ class GlooCommunicator : public Communicator {
 
   absl::Status Connect() {
     CoordinatorClient client(options_.coordinator_address, absl::Seconds(10),
-                             options_.timeout);
+                             options_.timeout, options_.credentials);
     CoordinatorStore store(&client, options_.name, options_.timeout);
     gloo::transport::tcp::attr attr;
     attr.hostname = options_.hostname;

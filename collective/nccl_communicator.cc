@@ -52,7 +52,7 @@ class NcclCommunicator : public Communicator {
 
   absl::Status Connect() {
     CoordinatorClient client(options_.coordinator_address, absl::Seconds(10),
-                             options_.timeout);
+                             options_.timeout, options_.credentials);
     const std::string key =
         absl::StrCat("collective/", options_.name, "/nccl_unique_id");
     ncclUniqueId id;

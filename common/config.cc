@@ -364,6 +364,7 @@ JobConfig DefaultJobConfig() {
   cluster->set_rpc_deadline_seconds(10);
   cluster->set_wait_timeout_seconds(120);
   cluster->set_pserver_threads(2);
+  cluster->set_max_restarts(3);
   config.mutable_model()->set_type(FM);
   config.mutable_model()->set_embedding_dim(8);
   config.mutable_model()->set_cross_layers(3);
@@ -388,6 +389,7 @@ JobConfig DefaultJobConfig() {
   table->set_hot_tier_bytes(uint64_t{1} << 30);
   table->set_durability(WAL);
   table->set_durability_log(REDO_LOG);
+  table->set_min_free_disk_bytes(uint64_t{256} << 20);
   AccessorConfig* accessor = table->mutable_accessor();
   accessor->set_nonclk_coeff(0.1f);
   accessor->set_click_coeff(1);
@@ -406,6 +408,8 @@ JobConfig DefaultJobConfig() {
   data->mutable_synthetic()->set_test_fraction(0.1);
   config.set_output_dir("/tmp/sampan-job");
   config.set_progress_interval_seconds(2);
+  config.mutable_checkpoint()->set_keep(3);
+  config.mutable_checkpoint()->set_timeout_seconds(60);
   KubernetesConfig* k8s = config.mutable_kubernetes();
   k8s->set_image("sampan:latest");
   k8s->set_image_pull_policy("IfNotPresent");
@@ -490,6 +494,23 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
   return ParseJobConfig(*text, path);
 }
 
+// Checkpoints snapshot the pservers' RocksDB databases; a memory table has
+// nothing to snapshot from outside the process.
+absl::Status ValidateCheckpoint(const JobConfig& config) {
+  const CheckpointConfig& c = config.checkpoint();
+  const bool on = c.every_steps() > 0 || c.every_seconds() > 0;
+  return FirstError({
+      NonNegative("checkpoint.every_seconds", c.every_seconds()),
+      AtLeast("checkpoint.keep", c.keep(), 1),
+      Positive("checkpoint.timeout_seconds", c.timeout_seconds()),
+      on && config.table().backend() != ROCKSDB
+          ? Invalid("checkpoint",
+                    "needs table.backend: ROCKSDB (a memory table cannot "
+                    "be snapshotted)")
+          : absl::OkStatus(),
+  });
+}
+
 absl::Status ValidateJobConfig(const JobConfig& config) {
   return FirstError({
       config.name().empty() ? Invalid("name", "must not be empty")
@@ -502,6 +523,7 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
                                   : absl::OkStatus(),
       Positive("progress_interval_seconds", config.progress_interval_seconds()),
       ValidateKubernetes(config.kubernetes()),
+      ValidateCheckpoint(config),
   });
 }
 

@@ -133,7 +133,22 @@ TEST(ConfigTest, UnknownTopLevelKey) {
   EXPECT_EQ(ParseError("name: x\nfoo: 1\n"),
             "job.yaml:2: foo: unknown field \"foo\" (expected one of: name, "
             "cluster, model, table, data, output_dir, "
-            "progress_interval_seconds, kubernetes)");
+            "progress_interval_seconds, checkpoint, kubernetes)");
+}
+
+// Checkpoints snapshot RocksDB; a memory table is refused before anything
+// starts, and so are settings that cannot work.
+TEST(ConfigTest, CheckpointNeedsRocksDb) {
+  EXPECT_EQ(ParseError("checkpoint: {every_seconds: 60}\n"),
+            "job.yaml: checkpoint: needs table.backend: ROCKSDB (a memory "
+            "table cannot be snapshotted)");
+  EXPECT_EQ(ParseError("table: {backend: ROCKSDB}\n"
+                       "checkpoint: {every_steps: 100, keep: 2}\n"),
+            "");
+  EXPECT_THAT(ParseError("checkpoint: {keep: 0}\n"),
+              HasSubstr("job.yaml: checkpoint.keep: must be at least 1"));
+  EXPECT_THAT(ParseError("checkpoint: {timeout_seconds: 0}\n"),
+              HasSubstr("job.yaml: checkpoint.timeout_seconds:"));
 }
 
 TEST(ConfigTest, UnknownNestedKey) {

@@ -41,11 +41,25 @@ absl::Status CoordinatorClient::Register(coord::Role role, int index,
 }
 
 absl::Status CoordinatorClient::Heartbeat(
-    const coord::HeartbeatRequest& request) {
+    const coord::HeartbeatRequest& request,
+    coord::HeartbeatResponse* response) {
   grpc::ClientContext context;
   SetDeadline(&context, rpc_deadline_);
   coord::HeartbeatResponse resp;
-  return GrpcToStatus(stub_->Heartbeat(&context, request, &resp), "Heartbeat");
+  return GrpcToStatus(
+      stub_->Heartbeat(&context, request, response ? response : &resp),
+      "Heartbeat");
+}
+
+absl::StatusOr<coord::CheckpointArriveResponse>
+CoordinatorClient::CheckpointArrive(const coord::CheckpointArriveRequest& req,
+                                    absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(&context, timeout);
+  coord::CheckpointArriveResponse resp;
+  grpc::Status s = stub_->CheckpointArrive(&context, req, &resp);
+  if (!s.ok()) return GrpcToStatus(s, "CheckpointArrive");
+  return resp;
 }
 
 absl::StatusOr<coord::ClusterSpec> CoordinatorClient::WaitClusterSpec() {

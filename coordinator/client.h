@@ -26,7 +26,12 @@ class CoordinatorClient {
 
   absl::Status Register(coord::Role role, int index,
                         const std::string& address);
-  absl::Status Heartbeat(const coord::HeartbeatRequest& request);
+  // Fills `response` (when not null) with what the coordinator asks for.
+  absl::Status Heartbeat(const coord::HeartbeatRequest& request,
+                         coord::HeartbeatResponse* response = nullptr);
+  // Waits up to `timeout` for the checkpoint this arrival joins to end.
+  absl::StatusOr<coord::CheckpointArriveResponse> CheckpointArrive(
+      const coord::CheckpointArriveRequest& request, absl::Duration timeout);
   // Waits until every pserver has registered.
   absl::StatusOr<coord::ClusterSpec> WaitClusterSpec();
   absl::Status Barrier(const std::string& name, int count, int index);

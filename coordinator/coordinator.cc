@@ -4,12 +4,14 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "coordinator/checkpointer.h"
 
 namespace sampan {
 namespace {
@@ -30,7 +32,10 @@ absl::Time WaitLimit(const ServerContext* context) {
 class CoordinatorImpl final : public coord::Coordinator::Service {
  public:
   explicit CoordinatorImpl(const JobConfig& config)
-      : config_(config), start_(absl::Now()) {}
+      : config_(config),
+        start_(absl::Now()),
+        checkpointer_(Checkpointer::Create(
+            config, [this] { return PserverAddresses(); })) {}
 
   Status Register(ServerContext*, const coord::RegisterRequest* req,
                   coord::RegisterResponse* resp) override {
@@ -59,17 +64,26 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   }
 
   Status Heartbeat(ServerContext*, const coord::HeartbeatRequest* req,
-                   coord::HeartbeatResponse*) override {
-    absl::MutexLock lock(&mu_);
-    auto it = members_.find({req->role(), req->index()});
-    if (it == members_.end()) {
-      return Status(StatusCode::NOT_FOUND,
-                    absl::StrCat("Heartbeat: ", coord::Role_Name(req->role()),
-                                 " ", req->index(), " is not registered"));
+                   coord::HeartbeatResponse* resp) override {
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = members_.find({req->role(), req->index()});
+      if (it == members_.end()) {
+        return Status(StatusCode::NOT_FOUND,
+                      absl::StrCat("Heartbeat: ", coord::Role_Name(req->role()),
+                                   " ", req->index(), " is not registered"));
+      }
+      it->second.last_heartbeat = absl::Now();
+      if (req->has_progress()) it->second.progress = req->progress();
     }
-    it->second.last_heartbeat = absl::Now();
-    if (req->has_progress()) it->second.progress = req->progress();
+    checkpointer_->OnHeartbeat(*req, resp);
     return Status::OK;
+  }
+
+  Status CheckpointArrive(ServerContext* context,
+                          const coord::CheckpointArriveRequest* req,
+                          coord::CheckpointArriveResponse* resp) override {
+    return checkpointer_->Arrive(context, *req, resp);
   }
 
   Status GetClusterSpec(ServerContext* context,
@@ -162,6 +176,15 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   };
   using Key = std::pair<int, int>;  // (role, index)
 
+  std::vector<std::string> PserverAddresses() {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::string> out(config_.cluster().num_pservers());
+    for (const auto& [key, slot] : members_) {
+      if (key.first == coord::PSERVER) out[key.second] = slot.member.address();
+    }
+    return out;
+  }
+
   int CountRole(coord::Role role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     int n = 0;
     for (const auto& [key, slot] : members_) n += key.first == role;
@@ -190,6 +213,8 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   std::map<Key, Slot> members_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> kv_ ABSL_GUARDED_BY(mu_);
+  // Declared last: its callback reads members_ under mu_.
+  std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/ps_wire.h"
+#include "pserver/disk_guard.h"
 #include "pserver/metrics.h"
 #include "pserver/worker_pool.h"
 
@@ -33,6 +34,7 @@ class PserverImpl final : public Pserver,
         table_(std::move(table)),
         pull_pool_(options.num_workers, options.max_queued_requests),
         push_pool_(options.num_workers, options.max_queued_requests),
+        disk_(options.data_dir, options.min_free_disk_bytes),
         metrics_(PserverMetrics::Get()) {}
 
   grpc::Service* service() override { return this; }
@@ -66,6 +68,22 @@ class PserverImpl final : public Pserver,
                            ps::PushResponse* resp) override {
     return Dispatch(context, Method::kPush,
                     [this, req, resp] { return DoPush(*req, resp); });
+  }
+
+  // Runs on the push pool: the snapshot waits for the pushes being applied
+  // and a trainer pauses its pushes for a checkpoint anyway.
+  ServerUnaryReactor* Checkpoint(CallbackServerContext* context,
+                                 const ps::CheckpointRequest* req,
+                                 ps::CheckpointResponse* resp) override {
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    const bool queued = push_pool_.Submit([this, reactor, req, resp] {
+      reactor->Finish(DoCheckpoint(*req, resp));
+    });
+    if (!queued) {
+      reactor->Finish(Status(StatusCode::RESOURCE_EXHAUSTED,
+                             "Checkpoint: request queue full, retry later"));
+    }
+    return reactor;
   }
 
   ServerUnaryReactor* Stats(CallbackServerContext* context,
@@ -140,6 +158,11 @@ class PserverImpl final : public Pserver,
       return s;
     }
     if (Status s = CheckPushShapes(req); !s.ok()) return s;
+    if (absl::Status s = disk_.Check(); !s.ok()) {
+      return Status(
+          StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("Push: pserver ", options_.index, ": ", s.message()));
+    }
     // Bytes fields carry no alignment guarantee, though the heap buffer
     // behind one nearly always is aligned: copy only when it is not.
     const float* grads = reinterpret_cast<const float*>(req.grads().data());
@@ -164,6 +187,28 @@ class PserverImpl final : public Pserver,
     resp->set_applied(applied->applied_keys);
     metrics_->duplicate_keys->Increment(applied->duplicate_keys);
     metrics_->AddKeys(Method::kPush, req.keys_size(), req.grads().size());
+    return Status::OK;
+  }
+
+  Status DoCheckpoint(const ps::CheckpointRequest& req,
+                      ps::CheckpointResponse* resp) {
+    if (req.dir().empty()) return Invalid("Checkpoint: dir is empty");
+    const absl::Time start = absl::Now();
+    absl::Status s = disk_.Check();  // a snapshot flushes memtables
+    if (s.ok()) s = table_->Flush();
+    if (s.ok()) s = table_->Snapshot(req.dir());
+    if (!s.ok()) {
+      SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << " to " << req.dir()
+                        << ": " << s.message();
+      const StatusCode code =
+          absl::IsUnimplemented(s) || absl::IsFailedPrecondition(s)
+              ? StatusCode::FAILED_PRECONDITION
+              : StatusCode::UNAVAILABLE;
+      return Status(code, absl::StrCat("Checkpoint: ", s.message()));
+    }
+    resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    SAMPAN_LOG(INFO) << "checkpoint " << req.epoch() << ": snapshot in "
+                     << req.dir() << " (" << resp->seconds() << " s)";
     return Status::OK;
   }
 
@@ -227,6 +272,7 @@ class PserverImpl final : public Pserver,
   const PserverOptions options_;
   std::unique_ptr<SparseTable> table_;
   WorkerPool pull_pool_, push_pool_;
+  DiskGuard disk_;
   PserverMetrics* metrics_;
 };
 

@@ -51,6 +51,11 @@ struct PserverOptions {
   // tables that never wait on I/O (the memory backend). The pools and their
   // queue limit are then unused; gRPC's flow control bounds in-flight work.
   bool run_inline = false;
+  // Pushes and checkpoints are refused (FAILED_PRECONDITION) while less
+  // than this many bytes are free under data_dir (pserver/disk_guard.h);
+  // 0 = never. For RocksDB tables.
+  std::string data_dir;
+  uint64_t min_free_disk_bytes = 0;
 };
 
 class Pserver {

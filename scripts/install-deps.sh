@@ -37,6 +37,9 @@ PACKAGES=(
   nodejs
   python3-yaml
   procps
+  nftables
+  iproute2
+  util-linux
 )
 
 missing=()

@@ -12,6 +12,12 @@
 #      on every rank, leaving no process;
 #   4. model.dense_device: GPU trains with identical hashes where a GPU is
 #      usable and fails naming the reason where none is (CI).
+#   5. with TLS and a bearer token on every channel (cluster.security), the
+#      collective's rendezvous through the coordinator uses them too: the
+#      job trains, and the coordinator refused no call;
+#   6. time-triggered checkpoints in lockstep: the coordinator announces a
+#      step ahead of the ranks, both pause at it, rank 0's dense state lands
+#      in the checkpoint, and the job finishes with identical hashes.
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -96,5 +102,48 @@ else
   fail "gpu: neither trained on the GPU nor failed naming why (exit $rc)"
 fi
 [ -z "$(leftover "$job")" ] || fail "processes left after the gpu job"
+
+# 5. TLS + token: the rendezvous RPCs carry the job's credentials.
+pki="$TMP/pki"
+mkdir -p "$pki"
+(
+  cd "$pki" || exit 1
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sampan-test-ca \
+    -keyout ca.key -out ca.pem 2> /dev/null &&
+  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+    -keyout node.key -out node.csr 2> /dev/null &&
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' > ext &&
+  openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+    -days 2 -extfile ext -out node.pem 2> /dev/null &&
+  echo 0123456789abcdef-hybrid-token > token
+) || fail "tls: openssl could not make certificates"
+job="$TMP/tls"
+write_config "$job" 2 "type: DNN" 60000
+sed -i "s|^cluster: {|cluster: {security: {tls_cert_file: $pki/node.pem, tls_key_file: $pki/node.key,\n            tls_ca_file: $pki/ca.pem, token_file: $pki/token},\n          |" "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+if [ $rc -eq 0 ] && same_hashes "$job" 2 > /dev/null; then
+  pass "tls: hybrid job over TLS + token, identical dense hashes"
+else
+  fail "tls: run exited $rc"; echo "$out" | tail -8
+fi
+
+# 6. Checkpoints every second in a hybrid job (checkpoint_at_step).
+job="$TMP/ckpt"
+# Long enough (~350 steps) that the step announced ~3 s ahead comes before
+# the end of the input: a round every rank reaches finished is abandoned.
+write_config "$job" 2 "type: DNN" 400000
+sed -i 's/^table: {/table: {backend: ROCKSDB, /; s/batch_size: 1024/batch_size: 512/' "$job.yaml"
+echo "checkpoint: {every_seconds: 1, keep: 2}" >> "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+taken=$(grep -c "complete in" "$job/logs/coordinator.log")
+at_step=$(grep -m1 -o "started (time) at step [0-9]*" "$job/logs/coordinator.log")
+if [ $rc -eq 0 ] && [ "$taken" -ge 1 ] && [ -n "$at_step" ] &&
+   ls "$job"/checkpoints/ckpt-*/dense.bin > /dev/null 2>&1 &&
+   same_hashes "$job" 2 > /dev/null; then
+  pass "ckpt: $taken time-triggered checkpoint(s) with dense.bin, first $at_step"
+else
+  fail "ckpt: rc $rc, $taken checkpoints, '$at_step'"; echo "$out" | tail -5
+  grep -h "checkpoint" "$job/logs/coordinator.log" | tail -5
+fi
 
 finish

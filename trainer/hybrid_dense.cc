@@ -44,16 +44,22 @@ absl::StatusOr<std::unique_ptr<HybridDense>> HybridDense::Create(
     const CtrModel& model, const HybridDenseOptions& options) {
   std::unique_ptr<HybridDense> d(new HybridDense(options, model));
   model.InitDense(d->weights_);
+  if (options.initial != nullptr) {
+    if (absl::Status s = d->Restore(*options.initial); !s.ok()) return s;
+  }
   collective::CommunicatorOptions c;
   c.coordinator_address = options.coordinator_address;
   c.rank = options.rank;
   c.size = options.size;
   c.timeout = options.timeout;
+  c.credentials = options.credentials;
   // The dense math runs on the CPU; NCCL would want device buffers.
   c.backend = collective::Backend::kGloo;
+  const std::string suffix =
+      options.generation > 0 ? absl::StrCat("-g", options.generation) : "";
   for (auto [name, comm] : {std::make_pair("hybrid-grads", &d->grads_comm_),
                             std::make_pair("hybrid-ctl", &d->ctl_comm_)}) {
-    c.name = name;
+    c.name = absl::StrCat(name, suffix);
     absl::StatusOr<std::unique_ptr<collective::Communicator>> made =
         collective::NewCommunicator(c);
     if (!made.ok()) return made.status();
@@ -117,7 +123,23 @@ absl::StatusOr<bool> HybridDense::Step() {
 }
 
 DenseModelState HybridDense::State() const {
-  return {std::vector<float>(weights_, weights_ + n_), optimizer_->State()};
+  DenseModelState state;
+  state.weights.assign(weights_, weights_ + n_);
+  state.optimizer = optimizer_->State();
+  return state;
+}
+
+absl::Status HybridDense::Restore(const DenseModelState& state) {
+  if (state.weights.size() != n_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dense state has ", state.weights.size(), " weights, the model ", n_));
+  }
+  if (absl::Status s = optimizer_->Restore(state.optimizer); !s.ok()) {
+    return s;
+  }
+  std::copy(state.weights.begin(), state.weights.end(), weights_);
+  steps_ = state.optimizer.steps;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> HybridDense::Finish() {

@@ -29,7 +29,8 @@
 // gradient hook runs on that thread too (inside CtrModel::Step).
 // Collectives: two communicators, "hybrid-grads" (owned by the
 // DenseAllReducer while it lives) and "hybrid-ctl" (broadcast, hash checks),
-// joined in that order on every rank. Every wait is bounded by `timeout`.
+// joined in that order on every rank, with "-g<generation>" appended after
+// a restart of the group. Every wait is bounded by `timeout`.
 #ifndef SAMPAN_TRAINER_HYBRID_DENSE_H_
 #define SAMPAN_TRAINER_HYBRID_DENSE_H_
 
@@ -68,6 +69,16 @@ struct HybridDenseOptions {
   // Tests only: this rank nudges one weight after the broadcast, so the
   // hash check must fail (SAMPAN_DENSE_TEST_SKEW_RANK). -1: none.
   int skew_rank = -1;
+  // The collective group's generation, part of the communicators' names:
+  // ranks restarted together after a crash (a new generation) never meet
+  // the dead group's rendezvous keys.
+  uint64_t generation = 0;
+  // Credentials for the rendezvous RPCs to the coordinator (the job's
+  // cluster.security); null means plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Resume: the weights and optimizer state every rank starts from (a
+  // checkpoint's dense.bin) instead of fresh weights; null for none.
+  const DenseModelState* initial = nullptr;
 };
 
 class HybridDense {
@@ -112,6 +123,7 @@ class HybridDense {
 
  private:
   HybridDense(const HybridDenseOptions& options, const CtrModel& model);
+  absl::Status Restore(const DenseModelState& state);
   absl::Status CheckHash();
   void BlockReady(int block);
 

@@ -1,7 +1,9 @@
 #include "trainer/trainer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -15,13 +17,16 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/security.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "trainer/async_dense.h"
 #include "trainer/batch_keys.h"
+#include "trainer/checkpoint_gate.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
 #include "trainer/eval/auc.h"
 #include "trainer/hybrid_dense.h"
+#include "trainer/input_queue.h"
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/fm.h"
@@ -44,91 +49,16 @@ struct Scratch : BatchKeys {
   void CountShowsAndClicks() { BatchKeys::CountShowsAndClicks(batch); }
 };
 
-// The training input of one rank: every train file's part `rank`, per epoch.
-// Guarded by its own mutex; workers take one batch at a time.
-class InputQueue {
- public:
-  InputQueue(const JobConfig& config, int rank)
-      : config_(config), rank_(rank) {}
-
-  // Fills `batch`; false at the end of the last epoch or on error.
-  bool Next(Batch* batch, absl::Status* error) {
-    absl::MutexLock lock(&mu_);
-    while (true) {
-      if (!status_.ok()) break;
-      if (reader_ == nullptr && !OpenNext()) break;
-      if (reader_->NextBatch(config_.data().batch_size(), batch)) {
-        status_ = CheckBadFraction();
-        if (status_.ok()) return true;
-        break;
-      }
-      good_ += reader_->good_rows();
-      bad_ += reader_->bad_rows();
-      reader_.reset();
-      ++file_index_;
-    }
-    *error = status_;
-    return false;
-  }
-
-  double FractionDone() const {
-    absl::MutexLock lock(&mu_);
-    const int files = config_.data().train_files_size();
-    const double epochs = config_.data().epochs();
-    double done = file_index_ + (reader_ ? reader_->fraction_done() : 0.0);
-    return std::min(1.0, done / (files * epochs));
-  }
-
-  uint64_t BadRows() const {
-    absl::MutexLock lock(&mu_);
-    return bad_ + (reader_ ? reader_->bad_rows() : 0);
-  }
-
- private:
-  bool OpenNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const int files = config_.data().train_files_size();
-    if (file_index_ >= files * static_cast<int>(config_.data().epochs())) {
-      return false;
-    }
-    CriteoReaderOptions options;
-    options.part = rank_;
-    options.num_parts = config_.cluster().num_trainers();
-    auto reader = CriteoReader::Open(
-        config_.data().train_files(file_index_ % files), options);
-    if (!reader.ok()) {
-      status_ = reader.status();
-      return false;
-    }
-    reader_ = std::move(*reader);
-    return true;
-  }
-
-  absl::Status CheckBadFraction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t bad = bad_ + reader_->bad_rows();
-    const uint64_t total = bad + good_ + reader_->good_rows();
-    // Judge only once enough rows were seen for the fraction to mean much.
-    if (total < 1000) return absl::OkStatus();
-    const double fraction = static_cast<double>(bad) / total;
-    if (fraction <= config_.data().max_bad_fraction()) return absl::OkStatus();
-    return absl::DataLossError(absl::StrFormat(
-        "%d of %d rows malformed (%.2f%%), above data.max_bad_fraction %.2f%%",
-        bad, total, 100 * fraction, 100 * config_.data().max_bad_fraction()));
-  }
-
-  const JobConfig& config_;
-  const int rank_;
-  mutable absl::Mutex mu_;
-  std::unique_ptr<CriteoReader> reader_ ABSL_GUARDED_BY(mu_);
-  int file_index_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t good_ ABSL_GUARDED_BY(mu_) = 0, bad_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
-
 class Trainer {
  public:
+  // `start`: the checkpointed position to resume from (null: the start).
   Trainer(const JobConfig& config, int rank, const std::string& coordinator,
-          std::shared_ptr<grpc::ChannelCredentials> credentials)
+          std::shared_ptr<grpc::ChannelCredentials> credentials,
+          const coord::DataPosition* start, std::string dense_path,
+          uint64_t generation)
       : config_(config),
+        dense_path_(std::move(dense_path)),
+        generation_(generation),
         rank_(rank),
         credentials_(credentials),
         coordinator_(
@@ -136,9 +66,17 @@ class Trainer {
             Seconds(config.cluster().wait_timeout_seconds()), credentials),
         model_(config.model().type() == LR ? 0
                                            : config.model().embedding_dim()),
-        input_(config, rank),
+        input_(config, rank, start),
         deep_(config.model().type() != LR && config.model().type() != FM),
-        sync_(config.model().mode() == ModelConfig::SYNC) {}
+        sync_(config.model().mode() == ModelConfig::SYNC),
+        checkpoints_(config.checkpoint().every_steps() > 0 ||
+                     config.checkpoint().every_seconds() > 0),
+        gate_(config.checkpoint().every_steps(), start ? start->steps() : 0,
+              [this](uint64_t epoch, bool missed) {
+                return TakeCheckpoint(epoch, missed);
+              }) {
+    if (start != nullptr) examples_ = start->rows();
+  }
 
   absl::Status Run() {
     if (config_.data().format() != CRITEO_TSV) {
@@ -155,6 +93,7 @@ class Trainer {
     std::thread heartbeat([this] { HeartbeatLoop(); });
     absl::Status status = deep_ ? TrainDeep() : Train();
     if (status.ok()) status = ps_->Flush();
+    if (status.ok() && checkpoints_) ArriveFinished();
     Fail(status);
     if (status.ok()) {
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
@@ -208,13 +147,93 @@ class Trainer {
     return error_;
   }
 
+  // Each batch passes the checkpoint gate, so that a checkpoint finds no
+  // batch between Next and its queued push.
   absl::Status WorkerLoop() {
     Scratch s;
     absl::Status read_status;
-    while (!Failed() && input_.Next(&s.batch, &read_status)) {
-      if (absl::Status st = TrainBatch(&s); !st.ok()) return st;
+    while (!Failed()) {
+      absl::Status st = gate_.Enter();
+      const bool got = st.ok() && input_.Next(&s.batch, &read_status);
+      if (got) {
+        gate_.Took();
+        st = TrainBatch(&s);
+      }
+      gate_.Leave();
+      if (!st.ok()) return st;
+      if (!got) break;
     }
     return read_status;
+  }
+
+  // Runs while no batch is in flight (CheckpointGate): makes every push
+  // acknowledged, then arrives with this rank's position and waits for the
+  // checkpoint to end. A coordinator that cannot be reached abandons only
+  // this checkpoint: training goes on.
+  absl::StatusOr<uint64_t> TakeCheckpoint(uint64_t epoch, bool missed) {
+    if (absl::Status s = ps_->Flush(); !s.ok()) return s;
+    coord::CheckpointArriveRequest req;
+    req.set_epoch(epoch);
+    req.set_missed(missed);
+    *req.mutable_position() = input_.Position();
+    req.mutable_position()->set_steps(gate_.steps());
+    if (dense_ != nullptr && rank_ == 0 && !missed) {
+      // Every rank holds the same dense state; rank 0 saves it. (ASYNC
+      // keeps it in pserver rows, which the snapshots hold.)
+      absl::StatusOr<std::string> path = SaveDenseForCheckpoint();
+      if (!path.ok()) return path.status();
+      req.set_dense_file(*path);
+    }
+    const absl::Time start = absl::Now();
+    absl::StatusOr<coord::CheckpointArriveResponse> resp =
+        coordinator_.CheckpointArrive(
+            req, Seconds(config_.checkpoint().timeout_seconds() +
+                         2 * config_.cluster().rpc_deadline_seconds()));
+    if (!resp.ok()) {
+      SAMPAN_LOG(WARNING) << "trainer " << rank_ << ": checkpoint at step "
+                          << gate_.steps() << ": " << resp.status().message();
+      return epoch;
+    }
+    const coord::DataPosition& p = req.position();
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": checkpoint " << resp->epoch()
+                     << (resp->completed() ? " taken" : " abandoned (")
+                     << (resp->completed() ? "" : resp->reason() + ")")
+                     << " at step " << p.steps() << ", file " << p.file_index()
+                     << " offset " << p.byte_offset() << ", paused "
+                     << absl::FormatDuration(absl::Now() - start);
+    return resp->epoch();
+  }
+
+  // Writes the dense weights and optimizer state where the coordinator
+  // moves them into the checkpoint from (it must see the same path).
+  absl::StatusOr<std::string> SaveDenseForCheckpoint() {
+    const std::string root =
+        std::filesystem::absolute(CheckpointRoot(config_)).string();
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    const std::string path =
+        absl::StrCat(root, "/dense-step", gate_.steps(), ".bin");
+    absl::Status s = SaveDenseModel(path, *ctr_, dense_->State());
+    if (!s.ok()) return s;
+    return path;
+  }
+
+  // A rank out of input counts as arrived at every later checkpoint; its
+  // position says so, so a resume does not train its part again.
+  void ArriveFinished() {
+    coord::CheckpointArriveRequest req;
+    *req.mutable_position() = input_.Position();
+    req.mutable_position()->set_steps(gate_.steps());
+    req.mutable_position()->set_finished(true);
+    absl::StatusOr<coord::CheckpointArriveResponse> resp =
+        coordinator_.CheckpointArrive(
+            req, Seconds(config_.checkpoint().timeout_seconds() +
+                         2 * config_.cluster().rpc_deadline_seconds()));
+    if (!resp.ok()) {
+      SAMPAN_LOG(WARNING) << "trainer " << rank_
+                          << ": reporting the end of input for checkpoints: "
+                          << resp.status().message();
+    }
   }
 
   absl::Status TrainBatch(Scratch* s) {
@@ -246,14 +265,6 @@ class Trainer {
   // Deep models, hybrid mode (trainer/hybrid_dense.h): one step loop per
   // rank, in lockstep with the other ranks through the dense allreduce.
   absl::Status TrainDeep() {
-    const SecurityOptions security = SecurityOptionsFromJob(config_);
-    if (security.tls() || !security.token_file.empty()) {
-      // collective/ rendezvouses over a plaintext, token-less coordinator
-      // client; fail clearly rather than at the rendezvous.
-      return absl::UnimplementedError(
-          "hybrid training (deep models in `sampan run`) does not support "
-          "cluster.security yet");
-    }
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     ctr_ = std::make_unique<CtrModel>(o->model);
@@ -271,6 +282,17 @@ class Trainer {
       h.skew_rank = std::atoi(r);
     }
     h.optimizer = o->dense;
+    h.generation = generation_;
+    // The rendezvous goes through the coordinator: same TLS and token.
+    h.credentials = credentials_;
+    DenseModelState initial;
+    if (!dense_path_.empty()) {
+      absl::StatusOr<DenseModelState> loaded =
+          LoadDenseModel(dense_path_, *ctr_);
+      if (!loaded.ok()) return loaded.status();
+      initial = std::move(*loaded);
+      h.initial = &initial;
+    }
     absl::StatusOr<std::unique_ptr<HybridDense>> d =
         HybridDense::Create(*ctr_, h);
     if (!d.ok()) return d.status();
@@ -307,7 +329,12 @@ class Trainer {
     ws.gpu = gpu_.get();  // evaluation stays on the CPU
     absl::Status read_status, step_status;
     while (true) {
-      bool trained = !Failed() && input_.Next(&s.batch, &read_status);
+      // Every rank has the same step count here (lockstep), so the gate
+      // pauses them all at the same step for a checkpoint.
+      step_status = gate_.Enter();
+      bool trained =
+          step_status.ok() && !Failed() && input_.Next(&s.batch, &read_status);
+      if (trained) gate_.Took();
       double loss = 0;
       if (trained) {
         s.Dedup();
@@ -336,6 +363,7 @@ class Trainer {
       // Even a rank that failed takes part in this step, so that the others
       // see it out of data and stop at once rather than time out.
       absl::StatusOr<bool> all = dense_->Step();
+      gate_.Leave();
       if (!step_status.ok()) return step_status;
       if (!all.ok()) return all.status();
       if (!*all) break;
@@ -364,36 +392,57 @@ class Trainer {
     return error_;
   }
 
+  // Each batch passes the checkpoint gate, as in WorkerLoop.
   absl::Status AsyncLoop() {
-    Scratch s;
-    CtrModel::Workspace ws;
-    std::vector<float> weights(async_->size()), dense_grads;
-    const int rd = model_.row_dim();
+    AsyncScratch a(async_->size());
     absl::Status read_status;
-    while (!Failed() && input_.Next(&s.batch, &read_status)) {
-      s.Dedup();
-      const size_t sparse = s.keys.size();
-      s.keys.insert(s.keys.end(), async_->keys().begin(), async_->keys().end());
-      s.rows.resize(s.keys.size() * rd);
-      absl::Status st = ps_->Pull(s.keys, true, s.rows.data());
+    while (!Failed()) {
+      absl::Status st = gate_.Enter();
+      const bool got = st.ok() && input_.Next(&a.s.batch, &read_status);
+      if (got) {
+        gate_.Took();
+        st = AsyncBatch(&a);
+      }
+      gate_.Leave();
       if (!st.ok()) return st;
-      async_->Weights(s.rows.data() + sparse * rd, weights.data());
-      s.grads.assign(s.rows.size(), 0.0f);
-      dense_grads.assign(weights.size(), 0.0f);
-      s.probs.resize(s.batch.size());
-      const double loss =
-          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), weights.data(),
-                     s.grads.data(), dense_grads.data(), s.probs.data(), &ws);
-      // The per-example mean, as the hybrid step applies.
-      async_->GradRows(dense_grads.data(), 1.0f / s.batch.size(),
-                       s.grads.data() + sparse * rd);
-      s.CountShowsAndClicks();
-      std::fill(s.shows.begin() + sparse, s.shows.end(), s.batch.size());
-      st = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
-      Account(s, loss);
-      if (!st.ok()) return st;
+      if (!got) break;
     }
     return read_status;
+  }
+
+  struct AsyncScratch {
+    explicit AsyncScratch(size_t dense) : weights(dense) {}
+    Scratch s;
+    CtrModel::Workspace ws;
+    std::vector<float> weights, dense_grads;
+  };
+
+  absl::Status AsyncBatch(AsyncScratch* a) {
+    Scratch& s = a->s;
+    std::vector<float>& weights = a->weights;
+    std::vector<float>& dense_grads = a->dense_grads;
+    const int rd = model_.row_dim();
+    s.Dedup();
+    const size_t sparse = s.keys.size();
+    s.keys.insert(s.keys.end(), async_->keys().begin(), async_->keys().end());
+    s.rows.resize(s.keys.size() * rd);
+    absl::Status st = ps_->Pull(s.keys, true, s.rows.data());
+    if (!st.ok()) return st;
+    async_->Weights(s.rows.data() + sparse * rd, weights.data());
+    s.grads.assign(s.rows.size(), 0.0f);
+    dense_grads.assign(weights.size(), 0.0f);
+    s.probs.resize(s.batch.size());
+    const double loss =
+        ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), weights.data(),
+                   s.grads.data(), dense_grads.data(), s.probs.data(), &a->ws);
+    // The per-example mean, as the hybrid step applies.
+    async_->GradRows(dense_grads.data(), 1.0f / s.batch.size(),
+                     s.grads.data() + sparse * rd);
+    s.CountShowsAndClicks();
+    std::fill(s.shows.begin() + sparse, s.shows.end(), s.batch.size());
+    st = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
+    Account(s, loss);
+    return st;
   }
 
   // ASYNC, after the "trained" barrier: the weights the pservers ended with.
@@ -530,13 +579,19 @@ class Trainer {
     p->set_fraction_done(input_.FractionDone());
     p->set_bad_rows(input_.BadRows());
     p->set_finished(finished_.load());
+    p->set_steps(gate_.steps());
     {
       absl::MutexLock lock(&mu_);
       p->set_examples(examples_);
       p->set_loss_sum(loss_sum_);
       p->set_train_auc(auc_.Auc());
     }
-    return coordinator_.Heartbeat(req);
+    coord::HeartbeatResponse resp;
+    absl::Status s = coordinator_.Heartbeat(req, &resp);
+    if (s.ok() && resp.checkpoint_epoch() > 0) {
+      gate_.Announce(resp.checkpoint_epoch(), resp.checkpoint_at_step());
+    }
+    return s;
   }
 
   void Fail(const absl::Status& status) {
@@ -551,6 +606,9 @@ class Trainer {
   }
 
   const JobConfig& config_;
+  // Resume: the checkpoint's dense state (hybrid jobs); "" for none.
+  const std::string dense_path_;
+  const uint64_t generation_;  // of the hybrid collective group
   const int rank_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   CoordinatorClient coordinator_;
@@ -566,6 +624,8 @@ class Trainer {
   std::unique_ptr<AsyncDense> async_;  // ASYNC only
   std::vector<float> final_dense_;     // ASYNC, rank 0, after training
   std::unique_ptr<PsClient> ps_;
+  const bool checkpoints_;  // checkpoint.every_steps or every_seconds set
+  CheckpointGate gate_;
   absl::Notification stop_;
   std::atomic<bool> finished_{false};
 
@@ -583,11 +643,39 @@ std::string ResultPath(const JobConfig& config) {
 }
 
 absl::Status RunTrainer(const JobConfig& config, int rank,
-                        const std::string& coordinator_address) {
+                        const std::string& coordinator_address,
+                        const std::string& checkpoint_dir,
+                        uint64_t generation) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(SecurityOptionsFromJob(config));
   if (!credentials.ok()) return credentials.status();
-  Trainer trainer(config, rank, coordinator_address, *credentials);
+  coord::DataPosition start;
+  bool resume = false;
+  std::string dense_path;
+  if (!checkpoint_dir.empty()) {
+    // The launcher verified the files; the trainer reads its position only.
+    absl::StatusOr<coord::CheckpointManifest> m =
+        ReadManifest(checkpoint_dir, /*verify=*/false);
+    if (!m.ok()) return m.status();
+    for (const coord::DataPosition& p : m->trainers()) {
+      if (p.rank() == rank) {
+        start = p;
+        resume = true;
+      }
+    }
+    if (m->has_dense()) dense_path = checkpoint_dir + "/dense.bin";
+    if (!resume) {
+      return absl::NotFoundError(absl::StrCat(
+          checkpoint_dir, "/MANIFEST has no position for trainer ", rank));
+    }
+    SAMPAN_LOG(INFO) << "trainer " << rank << " resumes from checkpoint "
+                     << m->epoch() << " (" << checkpoint_dir << "): file "
+                     << start.file_index() << " offset " << start.byte_offset()
+                     << ", step " << start.steps() << ", " << start.rows()
+                     << " rows done" << (start.finished() ? " (finished)" : "");
+  }
+  Trainer trainer(config, rank, coordinator_address, *credentials,
+                  resume ? &start : nullptr, dense_path, generation);
   return trainer.Run();
 }
 

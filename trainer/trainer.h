@@ -36,9 +36,20 @@
 
 namespace sampan {
 
-// Runs rank `rank` of the job to completion.
+// Runs rank `rank` of the job to completion. With `checkpoint_dir` (a
+// complete checkpoint, coordinator/checkpoint_store.h) it resumes at the
+// data position recorded there for this rank.
+//
+// Checkpoints (checkpoint.every_steps / every_seconds): the workers pause at
+// a step boundary, every push is acknowledged, and the trainer arrives at
+// the coordinator with its position (trainer/checkpoint_gate.h); rank 0 of
+// a hybrid job also saves the dense weights and optimizer state.
+// `generation` numbers the hybrid collective group: ranks restarted together
+// after a crash join a new one (trainer/hybrid_dense.h).
 absl::Status RunTrainer(const JobConfig& config, int rank,
-                        const std::string& coordinator_address);
+                        const std::string& coordinator_address,
+                        const std::string& checkpoint_dir = "",
+                        uint64_t generation = 0);
 
 // The file rank 0 writes its test metrics to, as `name=value` lines.
 std::string ResultPath(const JobConfig& config);

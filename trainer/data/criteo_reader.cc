@@ -201,6 +201,15 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(
       off += n;
     }
   }
+  if (options.start_offset > 0) {
+    if (options.start_offset < start || options.start_offset > size) {
+      std::fclose(file);
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": resume offset ", options.start_offset, " is outside part ",
+          options.part, " [", start, ", ", size, "]"));
+    }
+    start = options.start_offset;
+  }
   if (start < size && fseeko(file, static_cast<off_t>(start), SEEK_SET) != 0) {
     const int err = errno;
     std::fclose(file);

@@ -51,6 +51,11 @@ struct CriteoReaderOptions {
   // Malformed lines are logged (file:line: reason) up to this many times,
   // then only counted.
   int max_logged_errors = 10;
+  // Resume: start at this file offset (a line start inside the part, as
+  // position() reported it) instead of the part's first line; 0 = the
+  // part's start. Line numbers in messages then count from the part's start
+  // as if the skipped lines were one.
+  uint64_t start_offset = 0;
 };
 
 class CriteoReader {
@@ -71,6 +76,8 @@ class CriteoReader {
 
   uint64_t good_rows() const { return good_rows_; }
   uint64_t bad_rows() const { return bad_rows_; }
+  // File offset of the next unread line: a resume point between batches.
+  uint64_t position() const { return pos_; }
   // Fraction of this reader's byte range consumed, in [0, 1].
   double fraction_done() const;
 

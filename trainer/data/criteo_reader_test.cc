@@ -418,6 +418,37 @@ TEST(CriteoReaderTest, PartsReadEveryRowExactlyOnce) {
   }
 }
 
+// A checkpoint records position() between batches; a reader opened there
+// reads exactly the rows the first one had not reached.
+TEST(CriteoReaderTest, ResumesAtPosition) {
+  const std::string path = TempPath("resume.tsv");
+  WriteFile(path, SplitTestFile());
+  CriteoReaderOptions options;
+  options.max_logged_errors = 0;
+  options.part = 1;
+  options.num_parts = 3;
+  testing::internal::CaptureStderr();
+  const ReadResult whole = ReadAll(path, options, 5);
+  auto first = CriteoReader::Open(path, options);
+  ASSERT_TRUE(first.ok());
+  Batch batch;
+  std::vector<float> labels;
+  for (int b = 0; b < 4; ++b) {
+    ASSERT_TRUE((*first)->NextBatch(5, &batch));
+    labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
+  }
+  options.start_offset = (*first)->position();
+  const ReadResult rest = ReadAll(path, options, 5);
+  testing::internal::GetCapturedStderr();
+  ASSERT_EQ(labels.size() + rest.rows.size(), whole.rows.size());
+  for (size_t i = 0; i < rest.rows.size(); ++i) {
+    EXPECT_TRUE(rest.rows[i] == whole.rows[labels.size() + i]) << i;
+  }
+  options.start_offset = 1;  // before the part's first line
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(CriteoReader::Open(path, options).status()));
+}
+
 TEST(CriteoReaderTest, MorePartsThanBytes) {
   const std::string path = TempPath("tiny.tsv");
   const std::string a = MakeLine("0", {}, {"a"}), b = MakeLine("1", {}, {"b"});

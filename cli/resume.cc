@@ -1,0 +1,66 @@
+#include "cli/resume.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "coordinator/checkpoint_store.h"
+#include "sparse_table/job_options.h"
+
+namespace sampan {
+namespace {
+
+// Replaces the contents of `data_dir` with a copy of `snapshot`, keeping the
+// directory itself: it may be a mount point (a volume, a tmpfs), which
+// sparse_table's RestoreSnapshot (remove, then copy) cannot remove.
+absl::Status ReplaceContents(const std::string& snapshot,
+                             const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(snapshot, ec)) {
+    return absl::NotFoundError(absl::StrCat("no snapshot at ", snapshot));
+  }
+  fs::create_directories(data_dir, ec);
+  for (const auto& entry : fs::directory_iterator(data_dir, ec)) {
+    fs::remove_all(entry.path(), ec);
+    if (ec)
+      return absl::InternalError(
+          absl::StrCat("remove ", entry.path().string(), ": ", ec.message()));
+  }
+  fs::copy(snapshot, data_dir, fs::copy_options::recursive, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("copy ", snapshot, " to ", data_dir, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config) {
+  absl::StatusOr<std::string> dir =
+      LatestCompleteCheckpoint(CheckpointRoot(config));
+  if (!dir.ok()) return dir.status();
+  absl::StatusOr<coord::CheckpointManifest> m = ReadManifest(*dir, false);
+  if (!m.ok()) return m.status();
+  if (m->num_pservers() != config.cluster().num_pservers() ||
+      m->num_trainers() != config.cluster().num_trainers()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        *dir, " was taken with ", m->num_pservers(), " pservers and ",
+        m->num_trainers(), " trainers; this job has ",
+        config.cluster().num_pservers(), " and ",
+        config.cluster().num_trainers()));
+  }
+  for (uint32_t i = 0; i < config.cluster().num_pservers(); ++i) {
+    const std::string snapshot = absl::StrCat(*dir, "/pserver-", i);
+    const std::string data_dir = TableOptionsFromJob(config, i).data_dir;
+    if (absl::Status s = ReplaceContents(snapshot, data_dir); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("restoring ", data_dir, " from ", snapshot,
+                                 ": ", s.message()));
+    }
+  }
+  return *dir;
+}
+
+}  // namespace sampan

@@ -1,0 +1,56 @@
+// Checkpoint directories on disk: layout, the manifest that makes one
+// complete, and which one a resume uses.
+//
+// Layout: <root>/ckpt-<epoch>/ holds pserver-<i>/ (each pserver's RocksDB
+// snapshot), dense.bin (hybrid jobs) and MANIFEST. The manifest lists every
+// other file with its size and crc32 and is written last, through a
+// temporary file, fsync and rename, so a checkpoint without a MANIFEST (a
+// crash while it was taken) is incomplete and is never used.
+//
+// Functions are safe to call from several processes: writers only ever
+// create new directories and rename a finished manifest into place.
+#ifndef SAMPAN_COORDINATOR_CHECKPOINT_STORE_H_
+#define SAMPAN_COORDINATOR_CHECKPOINT_STORE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/coordinator.pb.h"
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+inline constexpr uint32_t kManifestVersion = 1;
+
+// checkpoint.dir, or <output_dir>/checkpoints when it is empty.
+std::string CheckpointRoot(const JobConfig& config);
+// <root>/ckpt-<epoch>.
+std::string CheckpointDir(const std::string& root, uint64_t epoch);
+// The highest epoch with a directory under `root`, complete or not; 0 when
+// there is none. New checkpoints take the epochs after it.
+uint64_t MaxCheckpointEpoch(const std::string& root);
+
+// Lists every file under `dir` (size and crc32) into `manifest`, then writes
+// it as <dir>/MANIFEST atomically and durably.
+absl::Status WriteManifest(const std::string& dir,
+                           coord::CheckpointManifest* manifest);
+
+// Reads <dir>/MANIFEST and, with `verify`, checks that every file it lists
+// has its size and crc32. DataLoss naming the file when one does not;
+// NotFound without a manifest.
+absl::StatusOr<coord::CheckpointManifest> ReadManifest(const std::string& dir,
+                                                       bool verify = true);
+
+// The directory of the complete checkpoint with the highest epoch under
+// `root` whose files verify; NotFound when there is none.
+absl::StatusOr<std::string> LatestCompleteCheckpoint(const std::string& root);
+
+// Deletes all but the `keep` newest complete checkpoints, and incomplete
+// ones older than the newest complete one.
+void PruneCheckpoints(const std::string& root, uint32_t keep);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_COORDINATOR_CHECKPOINT_STORE_H_

@@ -1,0 +1,85 @@
+#include "coordinator/checkpoint_store.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Root(const char* name) {
+  const std::string root =
+      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR")
+                                             : "/tmp") +
+      "/" + name;
+  fs::remove_all(root);
+  fs::create_directories(root);
+  return root;
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// A checkpoint with one snapshot file and a manifest naming it.
+void MakeCheckpoint(const std::string& root, uint64_t epoch) {
+  const std::string dir = CheckpointDir(root, epoch);
+  WriteFile(dir + "/pserver-0/000001.sst",
+            "rows of epoch " + std::to_string(epoch));
+  coord::CheckpointManifest m;
+  m.set_epoch(epoch);
+  m.add_trainers()->set_byte_offset(100 * epoch);
+  ASSERT_TRUE(WriteManifest(dir, &m).ok());
+}
+
+TEST(CheckpointStore, ManifestListsFilesAndRoundTrips) {
+  const std::string root = Root("roundtrip");
+  MakeCheckpoint(root, 4);
+  auto m = ReadManifest(CheckpointDir(root, 4));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epoch(), 4u);
+  ASSERT_EQ(m->files_size(), 1);
+  EXPECT_EQ(m->files(0).path(), "pserver-0/000001.sst");
+  EXPECT_EQ(m->files(0).size(), 15u);
+  EXPECT_EQ(m->trainers(0).byte_offset(), 400u);
+  EXPECT_FALSE(fs::exists(CheckpointDir(root, 4) + "/MANIFEST.tmp"));
+}
+
+TEST(CheckpointStore, LatestSkipsIncompleteAndCorrupt) {
+  const std::string root = Root("latest");
+  EXPECT_TRUE(absl::IsNotFound(LatestCompleteCheckpoint(root).status()));
+  MakeCheckpoint(root, 1);
+  MakeCheckpoint(root, 2);
+  // Epoch 3 never got its manifest (the job died while taking it).
+  WriteFile(CheckpointDir(root, 3) + "/pserver-0/x.sst", "partial");
+  EXPECT_EQ(*LatestCompleteCheckpoint(root), CheckpointDir(root, 2));
+  EXPECT_EQ(MaxCheckpointEpoch(root), 3u);
+  // A flipped byte in epoch 2 (same size): its crc32 no longer matches.
+  WriteFile(CheckpointDir(root, 2) + "/pserver-0/000001.sst",
+            "rows of epoch 3");
+  auto m = ReadManifest(CheckpointDir(root, 2));
+  EXPECT_TRUE(absl::IsDataLoss(m.status())) << m.status();
+  EXPECT_NE(m.status().message().find("crc32"), std::string::npos);
+  EXPECT_EQ(*LatestCompleteCheckpoint(root), CheckpointDir(root, 1));
+}
+
+TEST(CheckpointStore, PruneKeepsNewestComplete) {
+  const std::string root = Root("prune");
+  for (uint64_t e = 1; e <= 4; ++e) MakeCheckpoint(root, e);
+  WriteFile(CheckpointDir(root, 2) + "/MANIFEST", "");  // unreadable, kept
+  fs::remove(CheckpointDir(root, 3) + "/MANIFEST");     // incomplete, old
+  WriteFile(CheckpointDir(root, 5) + "/pserver-0/x", "in progress");
+  PruneCheckpoints(root, 2);
+  EXPECT_FALSE(fs::exists(CheckpointDir(root, 1)));
+  EXPECT_TRUE(fs::exists(CheckpointDir(root, 2)));
+  EXPECT_FALSE(fs::exists(CheckpointDir(root, 3)));
+  EXPECT_TRUE(fs::exists(CheckpointDir(root, 4)));
+  EXPECT_TRUE(fs::exists(CheckpointDir(root, 5)));  // newer than the newest
+}
+
+}  // namespace
+}  // namespace sampan

@@ -1,0 +1,335 @@
+#include "coordinator/checkpointer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/security.h"
+#include "coordinator/checkpoint_store.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace sampan {
+namespace {
+
+namespace fs = std::filesystem;
+using grpc::Status;
+
+struct Metrics {
+  prometheus::Counter* completed;
+  prometheus::Counter* abandoned;
+  prometheus::Histogram* duration;
+};
+
+Metrics* GetMetrics() {
+  static Metrics* m = [] {
+    auto& r = MetricsRegistry();
+    auto& total = prometheus::BuildCounter()
+                      .Name("sampan_checkpoints_total")
+                      .Help("Checkpoints ended, by result.")
+                      .Register(r);
+    auto& duration =
+        prometheus::BuildHistogram()
+            .Name("sampan_checkpoint_duration_seconds")
+            .Help("From the first trainer's arrival to the manifest.")
+            .Register(r);
+    return new Metrics{
+        &total.Add({{"result", "completed"}}),
+        &total.Add({{"result", "abandoned"}}),
+        &duration.Add({}, prometheus::Histogram::BucketBoundaries{
+                              0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120})};
+  }();
+  return m;
+}
+
+// One epoch being taken. Waiters keep it alive after it ended.
+struct Round {
+  enum State { kWaiting, kSnapshotting, kCompleted, kAbandoned };
+  uint64_t epoch = 0;
+  uint64_t at_step = 0;    // announced rounds in hybrid jobs
+  bool announced = false;  // time-triggered: heartbeats carry it
+  absl::Time start;
+  std::map<int, coord::DataPosition> arrived;
+  std::string dense_file;
+  State state = kWaiting;
+  std::string reason;
+  bool ended() const { return state == kCompleted || state == kAbandoned; }
+};
+
+class CheckpointerImpl final : public Checkpointer {
+ public:
+  CheckpointerImpl(const JobConfig& config,
+                   std::function<std::vector<std::string>()> pservers)
+      : config_(config),
+        pservers_(std::move(pservers)),
+        root_(fs::absolute(CheckpointRoot(config)).string()),
+        timeout_(absl::Seconds(config.checkpoint().timeout_seconds())),
+        hybrid_(config.model().type() != LR && config.model().type() != FM &&
+                config.model().mode() != ModelConfig::ASYNC),
+        start_(absl::Now()),
+        last_end_(start_),
+        next_epoch_(MaxCheckpointEpoch(root_) + 1),
+        metrics_(GetMetrics()) {
+    auto creds = MakeChannelCredentials(SecurityOptionsFromJob(config));
+    credentials_ =
+        creds.ok() && *creds ? *creds : grpc::InsecureChannelCredentials();
+  }
+
+  void OnHeartbeat(const coord::HeartbeatRequest& req,
+                   coord::HeartbeatResponse* resp) override {
+    if (req.role() != coord::TRAINER) return;
+    absl::MutexLock lock(&mu_);
+    steps_[req.index()] = req.progress().steps();
+    const double every = config_.checkpoint().every_seconds();
+    if (round_ == nullptr && every > 0 &&
+        absl::Now() - last_end_ >= absl::Seconds(every) &&
+        finished_.size() < config_.cluster().num_trainers()) {
+      NewRound(/*announced=*/true);
+    }
+    if (round_ != nullptr && round_->announced) {
+      resp->set_checkpoint_epoch(round_->epoch);
+      resp->set_checkpoint_at_step(round_->at_step);
+    }
+  }
+
+  Status Arrive(grpc::ServerContext* context,
+                const coord::CheckpointArriveRequest& req,
+                coord::CheckpointArriveResponse* resp) override {
+    const int rank = req.position().rank();
+    if (rank < 0 ||
+        rank >= static_cast<int>(config_.cluster().num_trainers())) {
+      return Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("CheckpointArrive: rank ", rank, " out of range"));
+    }
+    absl::MutexLock lock(&mu_);
+    if (req.position().finished()) {
+      finished_[rank] = req.position();
+      if (round_ != nullptr) MaybeTake(round_);
+      return Status::OK;
+    }
+    if (req.epoch() != 0 &&
+        (round_ == nullptr || round_->epoch != req.epoch())) {
+      resp->set_epoch(req.epoch());
+      resp->set_reason("already abandoned");
+      return Status::OK;
+    }
+    if (round_ == nullptr) NewRound(/*announced=*/false);
+    std::shared_ptr<Round> round = round_;
+    round->arrived[rank] = req.position();
+    if (!req.dense_file().empty()) round->dense_file = req.dense_file();
+    if (req.missed()) {
+      Abandon(round,
+              absl::StrCat("trainer ", rank, " was at step ",
+                           req.position().steps(), ", past the announced step ",
+                           round->at_step));
+    }
+    MaybeTake(round);
+    const absl::Time limit =
+        std::min(round->start + timeout_ + absl::Seconds(1),
+                 absl::FromChrono(context->deadline()));
+    auto ended = [&round]() { return round->ended(); };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&ended), limit) &&
+        round->state == Round::kWaiting) {
+      Abandon(round,
+              absl::StrCat("only ", round->arrived.size() + Finished(*round),
+                           " of ", config_.cluster().num_trainers(),
+                           " trainers arrived within ",
+                           absl::FormatDuration(timeout_)));
+    }
+    // A snapshot in progress ends within its own bounded RPCs.
+    mu_.Await(absl::Condition(&ended));
+    resp->set_epoch(round->epoch);
+    resp->set_completed(round->state == Round::kCompleted);
+    resp->set_reason(round->reason);
+    return Status::OK;
+  }
+
+ private:
+  void NewRound(bool announced) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    round_ = std::make_shared<Round>();
+    round_->epoch = next_epoch_++;
+    round_->announced = announced;
+    round_->start = absl::Now();
+    if (announced && hybrid_) {
+      // Hybrid ranks step in lockstep; they must all pause at one step,
+      // far enough ahead that none has passed it when it hears of it.
+      uint64_t max_steps = 0;
+      for (const auto& [rank, s] : steps_) max_steps = std::max(max_steps, s);
+      const double rate =
+          max_steps /
+          std::max(1.0, absl::ToDoubleSeconds(absl::Now() - start_));
+      round_->at_step = max_steps + std::max<uint64_t>(10, 3 * rate);
+    }
+    SAMPAN_LOG(INFO) << "checkpoint " << round_->epoch << " started"
+                     << (announced ? " (time)" : " (steps)")
+                     << (round_->at_step
+                             ? absl::StrCat(" at step ", round_->at_step)
+                             : "");
+  }
+
+  size_t Finished(const Round& round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    size_t n = 0;
+    for (const auto& [rank, p] : finished_) n += round.arrived.count(rank) == 0;
+    return n;
+  }
+
+  // Takes the snapshot once every trainer is in. Runs in the caller's
+  // handler, without the lock (the RPCs to the pservers take time).
+  void MaybeTake(const std::shared_ptr<Round>& round)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (round->state != Round::kWaiting ||
+        round->arrived.size() + Finished(*round) <
+            config_.cluster().num_trainers()) {
+      return;
+    }
+    if (hybrid_ && round->dense_file.empty()) {
+      // Rank 0 saves the dense state only while it trains; a round that
+      // every rank reached as finished would restore no dense weights.
+      Abandon(round, "no dense state: every trainer had finished");
+      return;
+    }
+    round->state = Round::kSnapshotting;
+    coord::CheckpointManifest manifest;
+    for (const auto& [rank, p] : finished_) *manifest.add_trainers() = p;
+    for (const auto& [rank, p] : round->arrived) {
+      if (finished_.count(rank) == 0) *manifest.add_trainers() = p;
+    }
+    std::sort(manifest.mutable_trainers()->begin(),
+              manifest.mutable_trainers()->end(),
+              [](const auto& a, const auto& b) { return a.rank() < b.rank(); });
+    mu_.Unlock();
+    const std::string error = Take(*round, &manifest);
+    mu_.Lock();
+    if (error.empty()) {
+      round->state = Round::kCompleted;
+      metrics_->completed->Increment();
+      metrics_->duration->Observe(
+          absl::ToDoubleSeconds(absl::Now() - round->start));
+      SAMPAN_LOG(INFO) << "checkpoint " << round->epoch << " complete in "
+                       << CheckpointDir(root_, round->epoch) << " ("
+                       << absl::FormatDuration(absl::Now() - round->start)
+                       << ")";
+      End(round);
+    } else {
+      round->state = Round::kWaiting;
+      Abandon(round, error);
+    }
+  }
+
+  // Snapshots, dense state, manifest; returns an error message or "".
+  std::string Take(const Round& round, coord::CheckpointManifest* manifest) {
+    const std::string dir = CheckpointDir(root_, round.epoch);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return absl::StrCat("cannot create ", dir, ": ", ec.message());
+    const std::vector<std::string> addresses = pservers_();
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      std::string error = SnapshotPserver(i, addresses[i], round, dir);
+      if (!error.empty()) return error;
+    }
+    if (!round.dense_file.empty()) {
+      fs::rename(round.dense_file, dir + "/dense.bin", ec);
+      if (ec)
+        return absl::StrCat("moving ", round.dense_file, ": ", ec.message());
+      manifest->set_has_dense(true);
+    }
+    manifest->set_epoch(round.epoch);
+    manifest->set_job_name(config_.name());
+    manifest->set_created_unix_seconds(
+        absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+    manifest->set_num_pservers(config_.cluster().num_pservers());
+    manifest->set_num_trainers(config_.cluster().num_trainers());
+    if (absl::Status s = WriteManifest(dir, manifest); !s.ok()) {
+      return absl::StrCat("manifest: ", s.message());
+    }
+    PruneCheckpoints(root_, config_.checkpoint().keep());
+    return "";
+  }
+
+  // Retries while the pserver is unavailable (restarting), within the
+  // round's timeout; each attempt has its own deadline.
+  std::string SnapshotPserver(size_t i, const std::string& address,
+                              const Round& round, const std::string& dir) {
+    if (address.empty()) return absl::StrCat("pserver ", i, " not registered");
+    auto stub =
+        ps::SparseTable::NewStub(grpc::CreateChannel(address, credentials_));
+    ps::CheckpointRequest req;
+    req.set_epoch(round.epoch);
+    req.set_dir(absl::StrCat(dir, "/pserver-", i));
+    // One deadline for the whole snapshot phase, counted from the round's
+    // start: trainers wait longer than that (timeout + 2 RPC deadlines from
+    // their arrival), so none resumes pushing while a snapshot may still be
+    // taken, which would put pushes past its recorded position into it.
+    const absl::Time limit = round.start + timeout_;
+    absl::Duration backoff = absl::Milliseconds(50);
+    while (true) {
+      std::error_code ec;
+      fs::remove_all(req.dir(), ec);  // a failed attempt's partial copy
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(limit));
+      ps::CheckpointResponse resp;
+      const Status s = stub->Checkpoint(&ctx, req, &resp);
+      if (s.ok()) return "";
+      const bool retry = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                         s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+      if (!retry || absl::Now() + backoff >= limit) {
+        return absl::StrCat("Checkpoint RPC to pserver ", i, " at ", address,
+                            ": ", s.error_message());
+      }
+      absl::SleepFor(backoff);
+      backoff = std::min(backoff * 2, absl::Seconds(1));
+    }
+  }
+
+  void Abandon(const std::shared_ptr<Round>& round, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (round->state != Round::kWaiting) return;
+    round->state = Round::kAbandoned;
+    round->reason = reason;
+    metrics_->abandoned->Increment();
+    SAMPAN_LOG(WARNING) << "checkpoint " << round->epoch
+                        << " abandoned: " << reason;
+    std::error_code ec;
+    fs::remove_all(CheckpointDir(root_, round->epoch), ec);
+    if (!round->dense_file.empty()) fs::remove(round->dense_file, ec);
+    End(round);
+  }
+
+  void End(const std::shared_ptr<Round>& round)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (round_ == round) round_ = nullptr;
+    last_end_ = absl::Now();
+  }
+
+  const JobConfig config_;
+  const std::function<std::vector<std::string>()> pservers_;
+  const std::string root_;
+  const absl::Duration timeout_;
+  const bool hybrid_;
+  const absl::Time start_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  absl::Mutex mu_;
+  absl::Time last_end_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_epoch_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<Round> round_ ABSL_GUARDED_BY(mu_);
+  std::map<int, uint64_t> steps_ ABSL_GUARDED_BY(mu_);
+  std::map<int, coord::DataPosition> finished_ ABSL_GUARDED_BY(mu_);
+  Metrics* const metrics_;
+};
+
+}  // namespace
+
+std::unique_ptr<Checkpointer> Checkpointer::Create(
+    const JobConfig& config,
+    std::function<std::vector<std::string>()> pservers) {
+  return std::make_unique<CheckpointerImpl>(config, std::move(pservers));
+}
+
+}  // namespace sampan

@@ -1,0 +1,203 @@
+# Shared by the fault cases (tests/fault/*_test.sh); source after
+# `set -uo pipefail`. Each case runs a small LR job under `sampan run` with
+# a RocksDB table and checkpoints, injects its fault, and checks:
+#   - the job finishes, or fails naming the reason while leaving a complete
+#     checkpoint that `sampan run --resume` finishes from;
+#   - a counter workload pushed into the same pservers during the fault
+#     (tests/ps_counter_load --config: every acknowledged round applied
+#     exactly once, read back from the pservers reopened on their RocksDB
+#     directories after the job);
+#   - the test AUC is within FAULT_AUC_TOLERANCE (0.003) of a fault-free run
+#     of the same job on the same data (computed once per binary and cached
+#     in $FAULT_CACHE);
+#   - no process of the job is left.
+# LR rather than FM: asynchronous FM training moves the test AUC by up to
+# 0.005 from run to run (push merging and interleaving vary), LR by 0.0002,
+# so only LR lets a 0.003 bound say something about the fault.
+# The Bazel targets shorten the waits (FAULT_STOP_SECONDS,
+# FAULT_LOSS_SECONDS; tests/fault/BUILD.bazel).
+
+RUNFILES="${TEST_SRCDIR:-}/${TEST_WORKSPACE:-}"
+if [ -n "${TEST_SRCDIR:-}" ] && [ -x "$RUNFILES/cli/sampan" ]; then
+  SAMPAN="$RUNFILES/cli/sampan"
+  LOAD="$RUNFILES/tests/ps_counter_load"
+else
+  ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  SAMPAN="$ROOT/bazel-bin/cli/sampan"
+  LOAD="$ROOT/bazel-bin/tests/ps_counter_load"
+fi
+TMP="${TEST_TMPDIR:-$(mktemp -d /tmp/sampan-fault.XXXXXX)}"
+FAULT_CACHE="${FAULT_CACHE:-/tmp/sampan-fault-cache}"
+FAULT_ROWS="${FAULT_ROWS:-200000}"
+FAULT_AUC_TOLERANCE="${FAULT_AUC_TOLERANCE:-0.003}"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+skip() { echo "SKIP: $*"; exit 0; }
+log() { echo "[$(date +%T)] $*"; }
+
+require_root() {  # what the case needs root for
+  [ "$(id -u)" -eq 0 ] || skip "$1 needs root (uid $(id -u))"
+}
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Shared synthetic data, generated once per FAULT_ROWS.
+data_dir() {
+  local d="$FAULT_CACHE/data-$FAULT_ROWS"
+  mkdir -p "$FAULT_CACHE"
+  (
+    flock 9
+    [ -s "$d/test.tsv" ] || "$SAMPAN" gen-data --out="$d" --rows="$FAULT_ROWS" \
+      --seed=11 --test_fraction=0.1 > /dev/null
+  ) 9> "$FAULT_CACHE/data.lock"
+  echo "$d"
+}
+
+write_job() {  # dir [extra yaml]
+  local data; data=$(data_dir)
+  cat > "$1.yaml" <<YAML
+name: fault
+output_dir: $1
+progress_interval_seconds: 0.5
+cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 1,
+          rpc_deadline_seconds: 2, wait_timeout_seconds: 90,
+          heartbeat_timeout_seconds: 60, max_restarts: 10}
+model: {type: LR}
+table: {num_shards: 32, backend: ROCKSDB, durability: WAL,
+        optimizer: {type: ADAGRAD, learning_rate: 0.05}}
+data:
+  batch_size: 512
+  epochs: 2
+  synthetic: {rows: 0}
+  train_files: [$data/train.tsv]
+  test_files: [$data/test.tsv]
+checkpoint: {every_seconds: 2, keep: 3, timeout_seconds: 30}
+${2:-}
+YAML
+}
+
+# Starts `sampan run` on $1.yaml in the background (pid in $launcher) and
+# waits until trainers report examples.
+start_job() {
+  "$SAMPAN" run "$1.yaml" ${2:-} > "$1.out" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 600); do
+    grep -qE '^\[train\] .*[1-9][0-9]* examples' "$1.out" 2>/dev/null && return 0
+    kill -0 $launcher 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "job $1 did not start training"; cat "$1.out"; return 1
+}
+
+pserver_ports() {  # job dir -> "127.0.0.1:P0,127.0.0.1:P1"
+  local out="" i
+  for i in 0 1; do
+    for _ in $(seq 1 100); do [ -s "$1/pserver-$i.port" ] && break; sleep 0.05; done
+    out="$out${out:+,}127.0.0.1:$(cat "$1/pserver-$i.port")"
+  done
+  echo "$out"
+}
+
+# The counter workload against the job's pservers, in the background.
+start_counter() {  # job dir
+  "$LOAD" --config="$1.yaml" --pservers="$(pserver_ports "$1")" --keys=200 \
+    --rounds="${COUNTER_ROUNDS:-150}" --pause_ms=20 --key_slot=77 \
+    --deadline_ms=2000 --retry_ms=60000 --out="$1/counter.acked" \
+    > "$1/counter.out" 2>&1 &
+  counter=$!
+}
+
+# Waits for the counter workload (killing it if the job is over), then
+# reopens each pserver's RocksDB directory and checks every counter.
+check_counter() {  # job dir
+  local rc=0 acked in_doubt
+  for _ in $(seq 1 300); do kill -0 $counter 2>/dev/null || break; sleep 0.1; done
+  kill -9 $counter 2>/dev/null
+  wait $counter; rc=$?
+  read -r _ acked _ in_doubt < "$1/counter.acked" 2>/dev/null || { acked=0; in_doubt=1; }
+  [ $rc -eq 0 ] || in_doubt=1
+  local ports="" pids="" i p
+  for i in 0 1; do
+    p=$(free_port)
+    "$SAMPAN" pserver --config="$1/job.pbtxt" --index=$i --port=$p \
+      >> "$1/verify-pserver-$i.log" 2>&1 &
+    pids="$pids $!"; ports="$ports${ports:+,}127.0.0.1:$p"
+  done
+  "$LOAD" --config="$1.yaml" --pservers="$ports" --keys=200 --key_slot=77 \
+    --verify=1 --acked="$acked" --in_doubt="$in_doubt" --retry_ms=20000 \
+    > "$1/counter.verify" 2>&1
+  rc=$?
+  kill -TERM $pids 2>/dev/null; wait $pids 2>/dev/null
+  COUNTER_LINE="$(cat "$1/counter.verify")"
+  if [ $rc -eq 0 ] && [ "$acked" -gt 0 ]; then
+    pass "counter: $COUNTER_LINE"
+  else
+    fail "counter (rc $rc, load: $(tail -1 "$1/counter.out")): $COUNTER_LINE"
+  fi
+}
+
+auc_of() { sed -n 's/^test_auc=//p' "$1/result.txt" 2>/dev/null; }
+
+# The fault-free AUC of this job, cached per binary.
+baseline_auc() {
+  local key; key=$(cat "$SAMPAN" "${BASH_SOURCE[0]}" | sha1sum | cut -c1-12)-$FAULT_ROWS
+  local cached="$FAULT_CACHE/baseline-$key.auc"
+  (
+    flock 8
+    if [ ! -s "$cached" ]; then
+      local job="$FAULT_CACHE/baseline-$key"
+      rm -rf "$job"; write_job "$job"
+      "$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 && auc_of "$job" > "$cached"
+      rm -rf "$job"  # tables and checkpoints; the AUC and the log stay
+    fi
+  ) 8> "$FAULT_CACHE/baseline.lock"
+  cat "$cached" 2>/dev/null
+}
+
+check_auc() {  # job dir
+  local auc base
+  auc=$(auc_of "$1"); base=$(baseline_auc)
+  [ -n "$base" ] || { fail "no baseline AUC (fault-free run failed)"; return; }
+  AUC_LINE="AUC ${auc:-none} vs fault-free $base"
+  if awk -v a="${auc:-0}" -v b="$base" -v t="$FAULT_AUC_TOLERANCE" \
+       'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; then
+    pass "$AUC_LINE (within $FAULT_AUC_TOLERANCE)"
+  else
+    fail "$AUC_LINE (tolerance $FAULT_AUC_TOLERANCE)"
+  fi
+}
+
+# SIGKILLs trainer 1 once the job has a complete checkpoint (pid in
+# $victim), waits for the launcher ($rc) and shows the end of its output.
+kill_trainer_after_checkpoint() {  # job dir
+  for _ in $(seq 1 600); do [ "$(checkpoints_of "$1")" -ge 1 ] && break; sleep 0.1; done
+  [ "$(checkpoints_of "$1")" -ge 1 ] || fail "no checkpoint within 60 s"
+  sleep 0.5
+  victim=$(pgrep -f -- "--config=$1/job.pbtxt --rank=1 " | head -1)
+  [ -n "$victim" ] || { fail "trainer-1 not found"; finish; }
+  kill -9 "$victim"; log "SIGKILL trainer-1 (pid $victim)"
+  wait $launcher; rc=$?
+  tail -4 "$1.out"
+}
+
+checkpoints_of() { ls -d "$1"/checkpoints/ckpt-*/MANIFEST 2>/dev/null | wc -l; }
+
+check_leftover() {
+  for _ in $(seq 1 50); do [ -z "$(pgrep -f -- "--config=$1/")" ] && break; sleep 0.1; done
+  [ -z "$(pgrep -f -- "--config=$1/")" ] || fail "processes left: $(pgrep -f -- "--config=$1/" | tr '\n' ' ')"
+}
+
+cleanup_job() {
+  [ -n "${launcher:-}" ] && kill -TERM $launcher 2>/dev/null
+  [ -n "${counter:-}" ] && kill -9 $counter 2>/dev/null
+  wait 2>/dev/null
+}
+
+finish() {
+  echo "RESULT ${CASE:-case}: failures=$failures ${AUC_LINE:-} | ${COUNTER_LINE:-} | ${EXTRA_LINE:-}"
+  if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+  echo "all checks passed"
+}

@@ -1,0 +1,57 @@
+// InputQueue: the training input of one rank, every train file's part
+// `rank` (CriteoReader byte ranges), epoch after epoch, one batch at a time.
+//
+// It can start at a checkpointed DataPosition and report its own position
+// between batches, which is what a checkpoint records and a resume seeks
+// to. Thread-safe: workers take one batch at a time under its mutex.
+#ifndef SAMPAN_TRAINER_INPUT_QUEUE_H_
+#define SAMPAN_TRAINER_INPUT_QUEUE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/coordinator.pb.h"
+#include "proto/job.pb.h"
+#include "trainer/data/criteo_reader.h"
+
+namespace sampan {
+
+class InputQueue {
+ public:
+  // `start` (may be null): resume there instead of at the beginning.
+  InputQueue(const JobConfig& config, int rank,
+             const coord::DataPosition* start);
+
+  // Fills `batch`; false at the end of the last epoch or on error (in
+  // `*error`: a file that cannot be read, too many malformed rows).
+  bool Next(Batch* batch, absl::Status* error);
+
+  // Where the next batch would start; exact only between batches.
+  coord::DataPosition Position() const;
+
+  double FractionDone() const;
+  uint64_t BadRows() const;
+
+ private:
+  bool OpenNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckBadFraction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t TotalFiles() const;
+
+  const JobConfig& config_;
+  const int rank_;
+  mutable absl::Mutex mu_;
+  std::unique_ptr<CriteoReader> reader_ ABSL_GUARDED_BY(mu_);
+  uint32_t file_index_ ABSL_GUARDED_BY(mu_) = 0;
+  // The checkpoint's offset into file_index_, used by the first open only.
+  uint64_t resume_offset_ ABSL_GUARDED_BY(mu_) = 0;
+  // Rows read before the checkpoint this queue resumed from.
+  uint64_t rows_before_ = 0;
+  uint64_t good_ ABSL_GUARDED_BY(mu_) = 0, bad_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_INPUT_QUEUE_H_
