@@ -113,13 +113,8 @@ double SigmoidCrossEntropy(const Mat& logits, const float* labels, float* probs,
   dlogits->resize(n, 1);
   double loss = 0;
   for (Eigen::Index i = 0; i < n; ++i) {
-    const float z = std::clamp(logits(i, 0), -30.0f, 30.0f);
-    const float p = 1.0f / (1.0f + std::exp(-z));
-    probs[i] = p;
-    // log(1 + e^-z) for y = 1, log(1 + e^z) for y = 0, computed stably.
-    const float s = labels[i] > 0.5f ? -z : z;
-    loss += s > 0 ? s + std::log1p(std::exp(-s)) : std::log1p(std::exp(s));
-    (*dlogits)(i, 0) = p - labels[i];
+    loss += SigmoidLoss(logits(i, 0), labels[i], &probs[i]);
+    (*dlogits)(i, 0) = probs[i] - labels[i];
   }
   return loss;
 }
