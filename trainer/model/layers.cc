@@ -62,12 +62,18 @@ void FmInteraction::Forward(const Mat& e, Mat* sum, Mat* out) const {
 
 void FmInteraction::Backward(const Mat& e, const Mat& sum, const Mat& dout,
                              Mat* de) const {
-  // d out / d e_f = sum - e_f, scaled per example by dout.
-  const Mat gs = sum.array().colwise() * dout.col(0).array();
-  for (int f = 0; f < fields_; ++f) {
-    de->middleCols(f * dim_, dim_).array() +=
-        gs.array() -
-        e.middleCols(f * dim_, dim_).array().colwise() * dout.col(0).array();
+  // d out / d e_f = sum - e_f, scaled per example by dout: one pass over
+  // each row, no B x dim temporary.
+  for (Eigen::Index i = 0; i < e.rows(); ++i) {
+    const float g = dout(i, 0);
+    const float* s = &sum(i, 0);
+    const float* in = &e(i, 0);
+    float* out = &(*de)(i, 0);
+    for (int f = 0; f < fields_; ++f) {
+      for (int d = 0; d < dim_; ++d) {
+        out[f * dim_ + d] += g * (s[d] - in[f * dim_ + d]);
+      }
+    }
   }
 }
 
