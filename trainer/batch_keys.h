@@ -14,7 +14,8 @@
 
 namespace sampan {
 
-struct BatchKeys {
+class BatchKeys {
+ public:
   KeyDedup dedup;
   std::vector<uint64_t> keys;         // kBiasSign first, then first-seen order
   std::vector<uint32_t> row_of_sign;  // per batch.signs[j]: its index in keys
