@@ -7,9 +7,16 @@
 //     [--holdout=0.1] [--epochs=1] [--threads=2] [--batch=1024] [--dim=8]
 //     [--hidden=400,400,400] [--cross=3] [--lr=0.05] [--dense_lr=0.001]
 //     [--rule=adagrad|adam|ftrl|sgd] [--l2=0] [--l1=0] [--init=0.01] [--seed=1]
-//     [--min_count=0] [--int=buckets|log|both] [--gemm]
+//     [--min_count=0] [--int=buckets|log|both] [--gemm] [--gather]
+// --gather: the same-run peer of sparse models, one thread's rate of
+// looking up every training sign in an absl::flat_hash_map and summing its
+// row (the reads of a Pull, with nothing written), in examples/s.
+// cpu_s is the process's CPU time while training: on shared cores it moves
+// less with the load than the wall-clock rate.
 // --int: Criteo's integer fields as bucket signs, dense log(1 + x) inputs,
 // or both (data.integer_features).
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +25,7 @@
 #include <vector>
 
 #include "Eigen/Core"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
@@ -68,13 +76,42 @@ double GemmFlops() {
   return best;
 }
 
+// Examples/s of one thread gathering, per training example, the rows of
+// its signs from a hash map (row width `floats`): best of 3 passes.
+double GatherPeer(const Dataset& train, int floats) {
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  for (uint64_t s : train.signs) index.try_emplace(s, index.size());
+  std::vector<float> rows(index.size() * floats, 0.5f);
+  double best = 0, sink = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t s : train.signs) {
+      const float* row = &rows[size_t{index.find(s)->second} * floats];
+      for (int d = 0; d < floats; ++d) sink += row[d];
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    best = std::max(best, train.size() / secs);
+  }
+  if (sink == 12345) std::puts("");  // keeps the sums alive
+  return best;
+}
+
+double CpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 int Main(int argc, char** argv) {
   auto flags = Flags::Parse(
       argc, argv, 1,
       {"data",  "format", "model",      "holdout", "epochs",   "threads",
        "batch", "dim",    "hidden",     "cross",   "lr",       "dense_lr",
        "l2",    "init",   "seed",       "gemm",    "dense_l2", "min_count",
-       "rule",  "l1",     "test_first", "int"});
+       "rule",  "l1",     "test_first", "int",     "gather"});
   if (!flags.ok() || !flags->Has("data")) {
     std::fprintf(stderr, "usage: model_train_bench --data=FILE ...\n");
     return 2;
@@ -135,7 +172,9 @@ int Main(int argc, char** argv) {
   o.batch_size = Num(f, "batch", 1024);
   o.epochs = Num(f, "epochs", 1);
   o.seed = o.model.seed;
+  const double cpu0 = CpuSeconds();
   auto r = TrainLocal(*train, &*test, o);
+  const double cpu = CpuSeconds() - cpu0;
   if (!r.ok()) {
     std::fprintf(stderr, "%s\n", std::string(r.status().message()).c_str());
     return 1;
@@ -145,10 +184,17 @@ int Main(int argc, char** argv) {
   const double flops = 6 * macs * r->examples_per_second;
   std::printf(
       "model=%s train=%zu test=%zu epochs=%d threads=%d test_auc=%.4f "
-      "logloss=%.4f copc=%.3f examples_per_s=%.0f dense_gflops=%.1f",
+      "logloss=%.4f copc=%.3f examples_per_s=%.0f cpu_s=%.2f "
+      "examples_per_cpu_s=%.0f dense_gflops=%.1f",
       f.Get("model", "deepfm").c_str(), train->size(), test->size(), o.epochs,
       o.threads, r->test.auc, r->test.logloss, r->test.copc,
-      r->examples_per_second, flops / 1e9);
+      r->examples_per_second, cpu, r->examples / cpu, flops / 1e9);
+  if (f.GetBool("gather")) {
+    const double peer = GatherPeer(*train, o.model.embedding_dim + 1);
+    std::printf(" gather_peer_per_core=%.0f x%d=%.0f gather_fraction=%.2f",
+                peer, o.threads, o.threads * peer,
+                r->examples_per_second / (o.threads * peer));
+  }
   if (f.GetBool("gemm")) {
     const double gemm = GemmFlops();
     std::printf(" gemm_gflops_per_core=%.1f x%d=%.1f fraction=%.2f", gemm / 1e9,

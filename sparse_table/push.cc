@@ -140,6 +140,11 @@ absl::Status ShardedTable::Compute(const PushBatch& b,
   std::vector<Miss> misses;
   std::vector<uint64_t> fetch_keys;  // misses without a usable prefetch
   std::vector<size_t> fetch_at;
+  // Sized up front: growing them key by key cost a push ~10% of its time.
+  std::vector<uint32_t> unique_of(b.keys.size());  // key i -> its u
+  w.slot_of.reserve(b.keys.size());
+  w.ukeys.reserve(b.keys.size());
+  w.scratch.reserve(b.keys.size() * stride_);
   for (size_t gi = 0; gi < w.groups.size(); ++gi) {
     const Group& g = w.groups[gi];
     Shard& sh = shards_[g.shard];
@@ -157,6 +162,7 @@ absl::Status ShardedTable::Compute(const PushBatch& b,
     for (uint32_t i : g.idx) {
       if (skip[i]) continue;
       auto [it, inserted] = w.slot_of.try_emplace(b.keys[i], w.ukeys.size());
+      unique_of[i] = it->second;
       if (!inserted) continue;
       w.ukeys.push_back(b.keys[i]);
       w.ushard.push_back(g.shard);
@@ -207,7 +213,7 @@ absl::Status ShardedTable::Compute(const PushBatch& b,
   for (const Group* g : w.live) {
     for (uint32_t i : g->idx) {
       if (skip[i]) continue;
-      const uint32_t u = w.slot_of[b.keys[i]];
+      const uint32_t u = unique_of[i];
       if (!w.admitted[u]) {
         ++result.unadmitted_keys;
         continue;

@@ -28,7 +28,7 @@ struct Worker : BatchKeys {
   CtrModel::Workspace ws;
 
   void Dedup() { BatchKeys::Dedup(batch); }
-  void CountShowsAndClicks() { BatchKeys::CountShowsAndClicks(batch); }
+  void DedupAndCount() { BatchKeys::DedupAndCount(batch); }
 };
 
 class LocalTrainer {
@@ -99,7 +99,7 @@ class LocalTrainer {
   }
 
   absl::Status TrainBatch(Worker* w) {
-    w->Dedup();
+    w->DedupAndCount();
     const size_t floats = w->keys.size() * model_.row_dim();
     w->rows.resize(floats);
     if (absl::Status s = table_->Pull(w->keys, true, w->rows.data()); !s.ok()) {
@@ -112,7 +112,6 @@ class LocalTrainer {
     const double loss = model_.Step(
         w->batch, w->row_of_sign, 0, w->rows.data(), w->dense.data(),
         w->grads.data(), w->dense_grads.data(), w->probs.data(), &w->ws);
-    w->CountShowsAndClicks();
     PushBatch push;
     push.keys = w->keys;
     push.grads = w->grads.data();

@@ -167,11 +167,107 @@ void CtrModel::DeepBackward(const float* dense, float* dense_grads,
   *dx0 += ws->dh;
 }
 
+// FM without a deep tower runs per example rather than per layer: the wide
+// sum, the pooled fields, the pairwise term, the loss and the scatter of
+// gradients all touch one example's rows while they are in L1, and its
+// per-field sums live in a fields x dim buffer instead of the B x fields*dim
+// matrices e and de (SumPool and FmInteraction over those spent most of
+// FM's cycles moving memory). Same function, same gradients.
+float CtrModel::FmExampleLogit(const Batch& batch, const uint32_t* row_of_sign,
+                               size_t i, const float* rows,
+                               Workspace* ws) const {
+  const int rd = row_dim(), dim = dim_;
+  float* fields = ws->fm_fields.data();
+  const uint32_t stamp = uint32_t(i) + 1;
+  ws->fm_touched.clear();
+  float wide = 0;
+  for (uint32_t j = batch.offsets[i]; j < batch.offsets[i + 1]; ++j) {
+    const float* row = rows + size_t(row_of_sign[j]) * rd;
+    wide += row[0];
+    const int f = int(batch.slots[j]) - 1;
+    if (f < 0 || f >= fields_) continue;
+    float* e = fields + size_t(f) * dim;
+    if (ws->fm_stamp[f] != stamp) {  // first sign of field f: no zeroing
+      ws->fm_stamp[f] = stamp;
+      ws->fm_touched.push_back(f);
+      std::copy(row + 1, row + 1 + dim, e);
+    } else {
+      for (int d = 0; d < dim; ++d) e[d] += row[1 + d];
+    }
+  }
+  float* total = ws->fm_total.data();
+  std::fill(total, total + dim, 0.0f);
+  float squares = 0;
+  for (int f : ws->fm_touched) {
+    const float* e = fields + size_t(f) * dim;
+    for (int d = 0; d < dim; ++d) {
+      total[d] += e[d];
+      squares += e[d] * e[d];
+    }
+  }
+  float pairs = -squares;
+  for (int d = 0; d < dim; ++d) pairs += total[d] * total[d];
+  return wide + 0.5f * pairs;
+}
+
+double CtrModel::FusedFmStep(const Batch& batch,
+                             const std::vector<uint32_t>& row_of_sign,
+                             uint32_t bias_row, const float* rows,
+                             const float* dense, float* sparse_grads,
+                             float* dense_grads, float* probs,
+                             Workspace* ws) const {
+  const size_t n = batch.size();
+  const int rd = row_dim(), dim = dim_;
+  ws->logits.setZero(n, 1);
+  if (dense_inputs_ > 0) {
+    const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
+    dense_wide_[0].Forward(dense, d, &ws->wide_out);
+    ws->logits += ws->wide_out;
+  }
+  ws->dlogits.resize(n, 1);
+  ws->fm_fields.resize(size_t(fields_) * dim);
+  ws->fm_total.resize(dim);
+  ws->fm_stamp.assign(fields_, 0);
+  const float bias = rows[size_t(bias_row) * rd];
+  const float* total = ws->fm_total.data();
+  double loss = 0;
+  float bias_grad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float logit = ws->logits(i, 0) + bias +
+                        FmExampleLogit(batch, row_of_sign.data(), i, rows, ws);
+    loss += SigmoidLoss(logit, batch.labels[i], &probs[i]);
+    const float g = probs[i] - batch.labels[i];
+    ws->dlogits(i, 0) = g;
+    if (sparse_grads == nullptr) continue;
+    bias_grad += g;
+    // d logit / d v_j = total - e_f for sign j of field f.
+    for (uint32_t j = batch.offsets[i]; j < batch.offsets[i + 1]; ++j) {
+      float* grad = sparse_grads + size_t(row_of_sign[j]) * rd;
+      grad[0] += g;
+      const int f = int(batch.slots[j]) - 1;
+      if (f < 0 || f >= fields_) continue;
+      const float* e = ws->fm_fields.data() + size_t(f) * dim;
+      for (int d = 0; d < dim; ++d) grad[1 + d] += g * (total[d] - e[d]);
+    }
+  }
+  if (sparse_grads == nullptr) return loss;
+  sparse_grads[size_t(bias_row) * rd] += bias_grad;
+  if (dense_inputs_ > 0) {
+    const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
+    dense_wide_[0].Backward(dense, d, ws->dlogits, dense_grads, nullptr);
+  }
+  return loss;
+}
+
 double CtrModel::Step(const Batch& batch,
                       const std::vector<uint32_t>& row_of_sign,
                       uint32_t bias_row, const float* rows, const float* dense,
                       float* sparse_grads, float* dense_grads, float* probs,
                       Workspace* ws, const GradReadyFn& grad_ready) const {
+  if (kind_ == CtrKind::kFm && dim_ > 0 && !batch.slots.empty()) {
+    return FusedFmStep(batch, row_of_sign, bias_row, rows, dense, sparse_grads,
+                       dense_grads, probs, ws);
+  }
   const size_t n = batch.size();
   const int rd = row_dim();
   const PoolingInput pool{batch.offsets.data(), batch.slots.data(),

@@ -105,6 +105,11 @@ class CtrModel {
     Mat x0, dx0, wide_out;  // [e, dense] and its gradient; d w_d + b_d
     std::vector<Mat> x, u;  // cross layer inputs and x W + b
     std::vector<Mat> h;     // MLP layer inputs; h.back() the last hidden
+    // FM's fused step: one example's per-field sums, which fields it
+    // touched, and their sum over fields.
+    std::vector<float> fm_fields, fm_total;
+    std::vector<uint32_t> fm_stamp;
+    std::vector<int> fm_touched;
     // When set, the MLP runs there (GpuMlp::Create(mlp(), dense_size())),
     // the cross layers and everything else on the CPU. Not owned. A device
     // error then aborts the process: a lost GPU cannot be trained around.
@@ -133,6 +138,16 @@ class CtrModel {
   void DeepBackward(const float* dense, float* dense_grads, const Mat& x0,
                     Mat* dx0, const GradReadyFn& grad_ready,
                     Workspace* ws) const;
+  // Step for FM (no deep tower), fused per example; see ctr_model.cc.
+  double FusedFmStep(const Batch& batch,
+                     const std::vector<uint32_t>& row_of_sign,
+                     uint32_t bias_row, const float* rows, const float* dense,
+                     float* sparse_grads, float* dense_grads, float* probs,
+                     Workspace* ws) const;
+  // One example of FusedFmStep: pools its fields into ws->fm_fields and
+  // returns its logit less the bias and dense terms.
+  float FmExampleLogit(const Batch& batch, const uint32_t* row_of_sign,
+                       size_t i, const float* rows, Workspace* ws) const;
   // Fills ws->x0 = [e, batch.dense] (dense inputs only).
   void ConcatDense(const Batch& batch, Workspace* ws) const;
 

@@ -62,12 +62,18 @@ void FmInteraction::Forward(const Mat& e, Mat* sum, Mat* out) const {
 
 void FmInteraction::Backward(const Mat& e, const Mat& sum, const Mat& dout,
                              Mat* de) const {
-  // d out / d e_f = sum - e_f, scaled per example by dout.
-  const Mat gs = sum.array().colwise() * dout.col(0).array();
-  for (int f = 0; f < fields_; ++f) {
-    de->middleCols(f * dim_, dim_).array() +=
-        gs.array() -
-        e.middleCols(f * dim_, dim_).array().colwise() * dout.col(0).array();
+  // d out / d e_f = sum - e_f, scaled per example by dout: one pass over
+  // each row, no B x dim temporary.
+  for (Eigen::Index i = 0; i < e.rows(); ++i) {
+    const float g = dout(i, 0);
+    const float* s = &sum(i, 0);
+    const float* in = &e(i, 0);
+    float* out = &(*de)(i, 0);
+    for (int f = 0; f < fields_; ++f) {
+      for (int d = 0; d < dim_; ++d) {
+        out[f * dim_ + d] += g * (s[d] - in[f * dim_ + d]);
+      }
+    }
   }
 }
 
@@ -113,13 +119,8 @@ double SigmoidCrossEntropy(const Mat& logits, const float* labels, float* probs,
   dlogits->resize(n, 1);
   double loss = 0;
   for (Eigen::Index i = 0; i < n; ++i) {
-    const float z = std::clamp(logits(i, 0), -30.0f, 30.0f);
-    const float p = 1.0f / (1.0f + std::exp(-z));
-    probs[i] = p;
-    // log(1 + e^-z) for y = 1, log(1 + e^z) for y = 0, computed stably.
-    const float s = labels[i] > 0.5f ? -z : z;
-    loss += s > 0 ? s + std::log1p(std::exp(-s)) : std::log1p(std::exp(s));
-    (*dlogits)(i, 0) = p - labels[i];
+    loss += SigmoidLoss(logits(i, 0), labels[i], &probs[i]);
+    (*dlogits)(i, 0) = probs[i] - labels[i];
   }
   return loss;
 }

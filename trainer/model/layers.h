@@ -14,6 +14,8 @@
 #ifndef SAMPAN_TRAINER_MODEL_LAYERS_H_
 #define SAMPAN_TRAINER_MODEL_LAYERS_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -104,6 +106,16 @@ class CrossLayer {
   int dim_;
   size_t w_, b_;
 };
+
+// One example's sigmoid and log loss: the loss of `logit` (clamped to
+// [-30, 30]) for label y in {0, 1}; writes the probability to *p.
+inline double SigmoidLoss(float logit, float y, float* p) {
+  const float z = std::clamp(logit, -30.0f, 30.0f);
+  *p = 1.0f / (1.0f + std::exp(-z));
+  // log(1 + e^-z) for y = 1, log(1 + e^z) for y = 0, computed stably.
+  const float s = y > 0.5f ? -z : z;
+  return s > 0 ? s + std::log1p(std::exp(-s)) : std::log1p(std::exp(s));
+}
 
 // Sigmoid and mean-free log loss: writes probabilities and d loss/d logit
 // (p - y) and returns the summed loss. Logits are clamped to [-30, 30].

@@ -289,6 +289,47 @@ void CheckGradReady(CtrKind kind) {
 TEST(CtrModelTest, GradReadyDnn) { CheckGradReady(CtrKind::kDnn); }
 TEST(CtrModelTest, GradReadyDcnV2) { CheckGradReady(CtrKind::kDcnV2); }
 
+// FM's fused per-example step computes what the layers compose: the wide
+// sum over every sign, and the pairwise term over per-field sums (a field
+// seen twice in an example pools first; slots outside [1, fields] skipped).
+TEST(CtrModelTest, FusedFmMatchesLayers) {
+  CtrModel model(SmallModel(CtrKind::kFm));
+  Batch batch;
+  batch.Clear();
+  const std::vector<std::vector<std::pair<uint16_t, uint32_t>>> ex = {
+      {{1, 0}, {2, 1}, {2, 2}, {7, 3}}, {{3, 2}, {1, 3}}, {}};
+  std::vector<uint32_t> row_of_sign;
+  for (const auto& signs : ex) {
+    for (auto [slot, row] : signs) {
+      batch.slots.push_back(slot);
+      batch.signs.push_back(row);
+      row_of_sign.push_back(row);
+    }
+    batch.offsets.push_back(batch.signs.size());
+    batch.labels.push_back(1);
+  }
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> rows(5 * model.row_dim());  // row 4: the bias
+  for (float& r : rows) r = u(rng);
+  float probs[3];
+  CtrModel::Workspace ws;
+  model.Step(batch, row_of_sign, 4, rows.data(), nullptr, nullptr, nullptr,
+             probs, &ws);
+  const PoolingInput in{batch.offsets.data(), batch.slots.data(),
+                        row_of_sign.data(), 3};
+  Mat e, sum, fm;
+  SumPoolForward(in, rows.data(), model.row_dim(), 3, 2, &e);
+  FmInteraction(3, 2).Forward(e, &sum, &fm);
+  for (size_t i = 0; i < 3; ++i) {
+    float logit = rows[4 * model.row_dim()] + fm(i, 0);
+    for (uint32_t j = batch.offsets[i]; j < batch.offsets[i + 1]; ++j) {
+      logit += rows[row_of_sign[j] * model.row_dim()];
+    }
+    EXPECT_NEAR(probs[i], 1 / (1 + std::exp(-logit)), 1e-6) << i;
+  }
+}
+
 TEST(CtrModelTest, DenseSizeCountsEveryLayer) {
   CtrModelOptions o;
   o.kind = CtrKind::kDcnV2;
