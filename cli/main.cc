@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/security.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
 #include "google/protobuf/text_format.h"
@@ -70,6 +71,9 @@ commands:
           [--generation=G]
                           the processes `run` starts; --config takes the job
                           YAML or the resolved job.pbtxt that `run` writes.
+                          --checkpoint=latest: the newest complete one under
+                          checkpoint.dir, or the start when there is none
+                          (what rendered Kubernetes trainer pods pass).
                           All three also take --host=H (bind and advertise
                           H instead of cluster.host), --metrics_port=P
                           (serve /metrics; 0 = any free port) and
@@ -301,9 +305,19 @@ int TrainerMain(int argc, char** argv) {
   SetLogRole(absl::StrFormat("trainer-%d", rank));
   // The PS client's families (pull latency, push queues) are served here.
   auto metrics = MaybeStartMetrics(inv.flags, inv.config.cluster().host());
-  absl::Status s = RunTrainer(inv.config, rank, inv.flags.Get("coordinator"),
-                              inv.flags.Get("checkpoint"),
-                              IntFlagOrExit(inv.flags, "generation", 0));
+  std::string checkpoint = inv.flags.Get("checkpoint");
+  if (checkpoint == "latest") {
+    // A replaced pod: resume where the newest complete checkpoint has us.
+    absl::StatusOr<std::string> dir =
+        LatestCompleteCheckpoint(CheckpointRoot(inv.config));
+    if (!dir.ok() && !absl::IsNotFound(dir.status())) return Fail(dir.status());
+    checkpoint = dir.ok() ? *dir : "";
+    SAMPAN_LOG(INFO) << "--checkpoint=latest: "
+                     << (dir.ok() ? *dir : dir.status().message());
+  }
+  absl::Status s =
+      RunTrainer(inv.config, rank, inv.flags.Get("coordinator"), checkpoint,
+                 IntFlagOrExit(inv.flags, "generation", 0));
   if (!s.ok()) return Fail(s);
   SAMPAN_LOG(INFO) << "done";
   return 0;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cli/render_checkpoint.h"
 #include "cli/render_yaml.h"
 
 namespace sampan {
@@ -42,6 +43,7 @@ struct Ctx {
   const KubernetesConfig& k8s;
   std::string name;  // DNS label
   bool synthetic;
+  CheckpointVolume checkpoints;  // mounted in every pod when shared
 
   std::string Coordinator() const {
     return absl::StrCat(name, "-coordinator:", k8s.grpc_port());
@@ -141,6 +143,10 @@ Yaml Mounts(const Ctx& c, const std::string& component,
     m.Add(Yaml::Map(
         {{"name", "tls"}, {"mountPath", kTlsDir}, {"readOnly", true}}));
   }
+  if (c.checkpoints.shared) {
+    m.Add(
+        Yaml::Map({{"name", "checkpoints"}, {"mountPath", kCheckpointMount}}));
+  }
   if (component == "trainer" && !c.k8s.data_claim().empty()) {
     m.Add(Yaml::Map({{"name", "data"},
                      {"mountPath", c.k8s.data_mount_path()},
@@ -154,6 +160,11 @@ Yaml Args(const Ctx& c, const std::string& component) {
   Yaml a = Yaml::List({component, absl::StrCat("--config=", kConfigPath)});
   if (component == "pserver") a.Add("--index=$(SAMPAN_INDEX)");
   if (component == "trainer") a.Add("--rank=$(SAMPAN_RANK)");
+  // A replacement trainer pod resumes at its position in the newest
+  // complete checkpoint on the shared volume (none yet: from the start).
+  if (component == "trainer" && c.checkpoints.shared) {
+    a.Add("--checkpoint=latest");
+  }
   if (component != "coordinator") {
     a.Add(absl::StrCat("--coordinator=", c.Coordinator()));
   }
@@ -218,6 +229,11 @@ Yaml Volumes(const Ctx& c, const std::string& component, bool work_empty_dir) {
     v.Add(Yaml::Map({{"name", "tls"},
                      {"secret", Yaml::Map({{"secretName", c.k8s.tls_secret()},
                                            {"defaultMode", 0440}})}}));
+  }
+  if (c.checkpoints.shared) {
+    v.Add(Yaml::Map({{"name", "checkpoints"},
+                     {"persistentVolumeClaim",
+                      Yaml::Map({{"claimName", c.checkpoints.claim}})}}));
   }
   if (component == "trainer" && !c.k8s.data_claim().empty()) {
     v.Add(Yaml::Map(
@@ -416,11 +432,22 @@ std::string PodGroupObject(const Ctx& c) {
       .Emit();
 }
 
+// The shared ReadWriteMany volume for checkpoints, when render creates it.
+std::string CheckpointClaimObject(const Ctx& c) {
+  return Yaml::Map(
+             {{"apiVersion", "v1"},
+              {"kind", "PersistentVolumeClaim"},
+              {"metadata", Metadata(c, c.checkpoints.claim, "checkpoints")},
+              {"spec", CheckpointClaimSpec(c.k8s)}})
+      .Emit();
+}
+
 std::string Kustomization(const Ctx& c) {
   Yaml resources =
       Yaml::List({"coordinator.yaml", "pserver.yaml", "trainer.yaml",
                   "policy.yaml", "monitoring.yaml"});
   if (c.k8s.gang_scheduling()) resources.Add("podgroup.yaml");
+  if (c.checkpoints.render_claim) resources.Add("checkpoints.yaml");
   Yaml k = Yaml::Map({{"apiVersion", "kustomize.config.k8s.io/v1beta1"},
                       {"kind", "Kustomization"}});
   if (!c.k8s.namespace_().empty()) k.Set("namespace", c.k8s.namespace_());
@@ -447,6 +474,14 @@ JobConfig KubernetesJobConfig(const JobConfig& job) {
   // Relative to the working directory, /var/lib/sampan: the pod's volume.
   out.set_output_dir(".");
   out.mutable_cluster()->set_coordinator_port(job.kubernetes().grpc_port());
+  // On the shared volume every pod mounts (RenderKubernetes insists on
+  // one), in a directory of the job's own: jobs may share a claim.
+  if (TakesCheckpoints(job)) {
+    absl::StatusOr<std::string> name = DnsName(job.name());
+    out.mutable_checkpoint()->set_dir(
+        name.ok() ? absl::StrCat(kCheckpointMount, "/", *name)
+                  : kCheckpointMount);
+  }
   if (!job.kubernetes().tls_secret().empty()) {
     // The Secret's files, mounted at kTlsDir (see Volumes).
     SecurityConfig* security = out.mutable_cluster()->mutable_security();
@@ -470,7 +505,11 @@ absl::StatusOr<std::vector<RenderedFile>> RenderKubernetes(
     const JobConfig& job) {
   absl::StatusOr<std::string> name = DnsName(job.name());
   if (!name.ok()) return name.status();
-  const Ctx c{job, job.kubernetes(), *name, job.data().synthetic().rows() > 0};
+  absl::StatusOr<CheckpointVolume> checkpoints =
+      ResolveCheckpointVolume(job, *name);
+  if (!checkpoints.ok()) return checkpoints.status();
+  const Ctx c{job, job.kubernetes(), *name, job.data().synthetic().rows() > 0,
+              *checkpoints};
   std::vector<RenderedFile> files = {
       {"kustomization.yaml", Kustomization(c)},
       {"job.yaml", "# The job as the pods read it (sampan render).\n" +
@@ -483,6 +522,9 @@ absl::StatusOr<std::vector<RenderedFile>> RenderKubernetes(
   };
   if (c.k8s.gang_scheduling()) {
     files.push_back({"podgroup.yaml", PodGroupObject(c)});
+  }
+  if (c.checkpoints.render_claim) {
+    files.push_back({"checkpoints.yaml", CheckpointClaimObject(c)});
   }
   return files;
 }

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "cli/render_checkpoint.h"
 #include "cli/render_yaml.h"
 #include "common/config.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -135,6 +136,112 @@ TEST(RenderTest, GangSchedulingAndTlsAreOptIn) {
 
 TEST(RenderTest, RejectsNamesThatCannotBeDnsLabels) {
   EXPECT_FALSE(RenderKubernetes(Job("name: \"123\"\n")).ok());
+}
+
+constexpr char kCheckpointing[] = R"(name: ck
+table: {backend: ROCKSDB}
+checkpoint: {every_steps: 50}
+)";
+
+// The pod spec of each workload, by file.
+std::map<std::string, YAML::Node> PodSpecs(
+    std::map<std::string, std::string>& files) {
+  std::map<std::string, YAML::Node> out;
+  for (const char* f : {"coordinator.yaml", "pserver.yaml", "trainer.yaml"}) {
+    out[f] = YAML::LoadAll(files[f])[0]["spec"]["template"]["spec"];
+  }
+  return out;
+}
+
+// The claim name mounted at the checkpoint path in `pod`, or "".
+std::string CheckpointClaimIn(const YAML::Node& pod) {
+  std::string volume;
+  for (const YAML::Node& m : pod["containers"][0]["volumeMounts"]) {
+    if (m["mountPath"].as<std::string>() == kCheckpointMount) {
+      volume = m["name"].as<std::string>();
+    }
+  }
+  for (const YAML::Node& v : pod["volumes"]) {
+    if (!volume.empty() && v["name"].as<std::string>() == volume) {
+      return v["persistentVolumeClaim"]["claimName"].as<std::string>();
+    }
+  }
+  return "";
+}
+
+TEST(RenderTest, CheckpointingJobSharesOneReadWriteManyClaim) {
+  auto files = Render(Job(std::string(kCheckpointing) +
+                          "kubernetes: {checkpoint_storage: 20Gi, "
+                          "checkpoint_storage_class: nfs}\n"));
+  ASSERT_EQ(files.count("checkpoints.yaml"), 1u);
+  YAML::Node claim = YAML::Load(files["checkpoints.yaml"]);
+  EXPECT_EQ(claim["kind"].as<std::string>(), "PersistentVolumeClaim");
+  EXPECT_EQ(claim["metadata"]["name"].as<std::string>(), "ck-checkpoints");
+  EXPECT_EQ(claim["spec"]["accessModes"][0].as<std::string>(), "ReadWriteMany");
+  EXPECT_EQ(claim["spec"]["resources"]["requests"]["storage"].as<std::string>(),
+            "20Gi");
+  EXPECT_EQ(claim["spec"]["storageClassName"].as<std::string>(), "nfs");
+  EXPECT_NE(files["kustomization.yaml"].find("- checkpoints.yaml"),
+            std::string::npos);
+  for (const auto& [file, pod] : PodSpecs(files)) {
+    EXPECT_EQ(CheckpointClaimIn(pod), "ck-checkpoints") << file;
+  }
+  YAML::Node args = PodSpecs(files)["trainer.yaml"]["containers"][0]["args"];
+  EXPECT_EQ(args[3].as<std::string>(), "--checkpoint=latest");
+  // The pods read checkpoint.dir from the ConfigMap: the mount.
+  absl::StatusOr<JobConfig> rendered = ParseJobConfig(files["job.yaml"], "j");
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  EXPECT_EQ(rendered->checkpoint().dir(),
+            std::string(kCheckpointMount) + "/ck");
+}
+
+TEST(RenderTest, CheckpointingJobCanUseAnExistingClaim) {
+  auto files = Render(Job(std::string(kCheckpointing) +
+                          "kubernetes: {checkpoint_claim: team-ckpt}\n"));
+  EXPECT_EQ(files.count("checkpoints.yaml"), 0u);
+  EXPECT_EQ(files["kustomization.yaml"].find("checkpoints.yaml"),
+            std::string::npos);
+  for (const auto& [file, pod] : PodSpecs(files)) {
+    EXPECT_EQ(CheckpointClaimIn(pod), "team-ckpt") << file;
+  }
+}
+
+TEST(RenderTest, NoCheckpointsNoSharedClaim) {
+  // Fields set but no checkpoint: nothing to share.
+  auto files = Render(Job("name: nock\nkubernetes: {checkpoint_claim: c}\n"));
+  EXPECT_EQ(files.count("checkpoints.yaml"), 0u);
+  for (const auto& [file, pod] : PodSpecs(files)) {
+    EXPECT_EQ(CheckpointClaimIn(pod), "") << file;
+    for (const YAML::Node& a : pod["containers"][0]["args"]) {
+      EXPECT_EQ(a.as<std::string>().find("--checkpoint"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(
+      YAML::Load(files["job.yaml"])["checkpoint"]["dir"].as<std::string>(), "");
+}
+
+TEST(RenderTest, CheckpointingJobWithoutSharedStorageIsRefused) {
+  absl::StatusOr<std::vector<RenderedFile>> none =
+      RenderKubernetes(Job(kCheckpointing));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("kubernetes.checkpoint_claim or "
+                                         "kubernetes.checkpoint_storage"),
+            std::string::npos)
+      << none.status();
+  absl::StatusOr<std::vector<RenderedFile>> both = RenderKubernetes(
+      Job(std::string(kCheckpointing) +
+          "kubernetes: {checkpoint_claim: x, checkpoint_storage: 1Gi}\n"));
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("not both"), std::string::npos)
+      << both.status();
+  // A size that is not a quantity fails validation, naming the field.
+  absl::StatusOr<JobConfig> bad = ParseJobConfig(
+      "name: b\nkubernetes: {checkpoint_storage: lots}\n", "b.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("kubernetes.checkpoint_storage"),
+            std::string::npos)
+      << bad.status();
 }
 
 TEST(RenderTest, SameConfigSameBytes) {

@@ -317,6 +317,10 @@ absl::Status ValidateKubernetes(const KubernetesConfig& k) {
       IsQuantity(k.pserver_storage())
           ? absl::OkStatus()
           : Invalid("kubernetes.pserver_storage", "not a Kubernetes quantity"),
+      k.checkpoint_storage().empty() || IsQuantity(k.checkpoint_storage())
+          ? absl::OkStatus()
+          : Invalid("kubernetes.checkpoint_storage",
+                    "not a Kubernetes quantity"),
       k.grpc_port() < 1 || k.grpc_port() > 65535 || k.metrics_port() < 1 ||
               k.metrics_port() > 65535 || k.grpc_port() == k.metrics_port()
           ? Invalid("kubernetes.grpc_port/metrics_port",

@@ -2,7 +2,8 @@
 # Kubernetes objects, validated without a cluster:
 #   1. every preset renders, `kubectl kustomize` builds it, and every object
 #      passes the Kubernetes schemas (npm kubernetes-models) and our strict
-#      unknown-field check (deploy/validate/validate.js);
+#      unknown-field check (deploy/validate/validate.js); so does a job with
+#      checkpoints, whose shared claim every workload mounts;
 #   2. so do deploy/base and both overlays, and deploy/base is what
 #      `sampan render configs/k8s-demo.yaml` writes today;
 #   3. the validator rejects an unknown field and a wrong type (it can fail);
@@ -38,6 +39,44 @@ for preset in "$RUNFILES"/configs/*.yaml; do
   kubectl kustomize "$TMP/$name" > "$TMP/$name.objects.yaml" \
     || { fail "kubectl kustomize $name"; continue; }
   out=$(validate "$TMP/$name.objects.yaml") && pass "$name: $out" || fail "$name: $out"
+done
+
+# 1b. A job with checkpoints: its ReadWriteMany claim (created, or an
+# existing one by name) is mounted in every pod; the objects validate too.
+for storage in "checkpoint_storage: 50Gi\\n  checkpoint_storage_class: nfs-client" \
+               "checkpoint_claim: team-checkpoints"; do
+  sed -e 's/^name: .*/name: ckpt-demo/' -e 's/^table:$/table:\n  backend: ROCKSDB/' \
+      -e "s/^kubernetes:$/kubernetes:\n  $storage/" \
+      "$RUNFILES/configs/k8s-demo.yaml" > "$TMP/ckpt.yaml"
+  echo "checkpoint: {every_seconds: 300}" >> "$TMP/ckpt.yaml"
+  name="ckpt-${storage%%:*}"
+  "$SAMPAN" render "$TMP/ckpt.yaml" --target=k8s -o "$TMP/$name" > /dev/null \
+    || { fail "render $name"; continue; }
+  kubectl kustomize "$TMP/$name" > "$TMP/$name.objects.yaml" \
+    || { fail "kubectl kustomize $name"; continue; }
+  out=$(validate "$TMP/$name.objects.yaml") && pass "$name: $out" || fail "$name: $out"
+  claims=$(python3 - "$TMP/$name.objects.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+rendered = {d["metadata"]["name"]: d["spec"]["accessModes"] for d in docs
+            if d["kind"] == "PersistentVolumeClaim"}
+mounted = set()
+for d in docs:
+    if d["kind"] in ("Deployment", "StatefulSet", "Job"):
+        pod = d["spec"]["template"]["spec"]
+        vols = {v["name"]: v for v in pod["volumes"]}
+        for m in pod["containers"][0]["volumeMounts"]:
+            if m["mountPath"] == "/var/lib/sampan-checkpoints":
+                mounted.add((d["kind"], vols[m["name"]]["persistentVolumeClaim"]["claimName"]))
+print(sorted(mounted), rendered)
+PY
+)
+  case "$storage" in
+    checkpoint_storage*) want="[('Deployment', 'ckpt-demo-checkpoints'), ('Job', 'ckpt-demo-checkpoints'), ('StatefulSet', 'ckpt-demo-checkpoints')] {'ckpt-demo-checkpoints': ['ReadWriteMany']}" ;;
+    *) want="[('Deployment', 'team-checkpoints'), ('Job', 'team-checkpoints'), ('StatefulSet', 'team-checkpoints')] {}" ;;
+  esac
+  [ "$claims" = "$want" ] && pass "$name: every workload mounts its claim" \
+    || fail "$name: claims $claims, want $want"
 done
 
 # 2. deploy/: base and overlays; the base is current.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs rendered Kubernetes objects as local processes: pods as processes.
 
-    k8s_pods.py OBJECTS.yaml SAMPAN WORKDIR
+    k8s_pods.py OBJECTS.yaml SAMPAN WORKDIR [--replace-trainer=RANK]
 
 OBJECTS.yaml is `kubectl kustomize` output. Each pod that the Deployments,
 StatefulSets and Indexed Jobs would create becomes a set of local processes
@@ -14,7 +14,12 @@ would start them:
   - $(VAR) in command and args expanded as the kubelet does;
   - volumes (ConfigMap files, emptyDir, volumeClaimTemplates) become
     per-pod directories, and their mount paths (and workingDir) are mapped
-    to them in the arguments;
+    to them in the arguments and in the ConfigMap files the pod reads (the
+    job's checkpoint.dir names a mount path);
+  - a persistentVolumeClaim volume is one directory, claims/<claimName>,
+    shared by every pod that mounts it; a claim rendered with only
+    ReadWriteOnce that more than one pod mounts fails the run (a cluster
+    would not attach it to pods on different nodes);
   - Service names are mapped to the address of the pod they select, with
     the service port translated to the target port (what kube-proxy does);
   - init containers run to completion before the main container.
@@ -24,7 +29,15 @@ that waits for readiness. Then every Job pod must exit 0 within the deadline,
 each pod's Prometheus scrape annotation must name a live /metrics endpoint,
 and rank 0 must have written result.txt. Prints a summary; exits 1 on any
 failure.
+
+--replace-trainer=RANK does what the Job controller does when a pod fails:
+once a complete checkpoint (a MANIFEST under a shared claim) exists, the
+trainer pod of that completion index is SIGKILLed and a replacement pod
+(new name, address and emptyDir, init containers again) is started from
+the same template; it must log that it resumed from that checkpoint and
+complete.
 """
+import glob
 import os
 import random
 import re
@@ -38,6 +51,7 @@ import urllib.request
 import yaml
 
 DEADLINE_SECONDS = 240
+INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 class Pod:
@@ -137,16 +151,29 @@ class Runner:
         self.pods = expand_pods(objects)
         self.services = service_map(objects, self.pods)
         self.failures = []
+        self.claims = {o["metadata"]["name"]: o["spec"] for o in objects
+                       if o["kind"] == "PersistentVolumeClaim"}
+        self.claim_users = {}  # claimName -> pod names mounting it
 
     def volumes(self, pod):
         """Volume name -> local directory, with ConfigMap files written."""
         root = os.path.join(self.workdir, pod.name)
         dirs = {}
+        configs = []
         claims = [t["metadata"]["name"] for t in
                   pod.owner["spec"].get("volumeClaimTemplates", [])]
         for v in pod.spec.get("volumes", []) + [{"name": c, "claim": 1}
                                                  for c in claims]:
             path = os.path.join(root, "volumes", v["name"])
+            if "persistentVolumeClaim" in v:
+                claim = v["persistentVolumeClaim"]["claimName"]
+                path = os.path.join(self.workdir, "claims", claim)
+                self.claim_users.setdefault(claim, set()).add(pod.name)
+                modes = self.claims.get(claim, {}).get("accessModes", [])
+                if (len(self.claim_users[claim]) > 1 and modes and
+                        "ReadWriteMany" not in modes):
+                    raise SystemExit("claim %s is %s but mounted by %s" %
+                                     (claim, modes, sorted(self.claim_users[claim])))
             os.makedirs(path, exist_ok=True)
             if "configMap" in v:
                 data = self.config_maps.get(v["configMap"]["name"])
@@ -156,10 +183,27 @@ class Runner:
                 for key, text in data.items():
                     with open(os.path.join(path, key), "w") as f:
                         f.write(text)
+                configs.append(path)
             elif "secret" in v and not v["secret"].get("optional"):
                 raise SystemExit("%s: needs Secret %s" %
                                  (pod.name, v["secret"]["secretName"]))
             dirs[v["name"]] = path
+        # The pod's mount paths, as its processes see them, in the files it
+        # reads (a pod has one set of mounts: its containers agree).
+        mounts = {m["mountPath"]: dirs[m["name"]]
+                  for c in pod.spec["containers"]
+                  for m in c.get("volumeMounts", [])}
+        for config_dir in configs:
+            for key in os.listdir(config_dir):
+                with open(os.path.join(config_dir, key)) as f:
+                    text = f.read()
+                for mount_path, path in sorted(mounts.items(),
+                                               key=lambda m: -len(m[0])):
+                    text = re.sub(r"(?<![\w/])" + re.escape(mount_path) +
+                                  r"(?=/|$|\s|\"|')", path, text,
+                                  flags=re.MULTILINE)
+                with open(os.path.join(config_dir, key), "w") as f:
+                    f.write(text)
         return dirs
 
     def command(self, pod, container, dirs):
@@ -271,7 +315,31 @@ class Runner:
                     p.kill()
                     p.wait()
 
-    def run(self):
+    def replace_trainer(self, jobs, rank, deadline):
+        """SIGKILLs trainer `rank` once a complete checkpoint exists and starts
+        a new pod from its template, as the Job controller would."""
+        old = next(p for p in jobs if p.annotations.get(INDEX) == str(rank))
+        pattern = os.path.join(self.workdir, "claims", "**", "ckpt-*",
+                               "MANIFEST")
+        while not glob.glob(pattern, recursive=True):
+            if old.procs[0].poll() is not None or time.time() > deadline:
+                self.fail("no complete checkpoint (%s) while %s ran" %
+                          (pattern, old.name))
+                return None
+            time.sleep(0.05)
+        old.procs[0].kill()
+        old.procs[0].wait()
+        print("killed  %-24s after %s" % (old.name, sorted(glob.glob(pattern, recursive=True))[-1]))
+        template = old.owner["spec"]["template"]
+        new = Pod(old.name + "-replacement", old.kind, old.owner, template,
+                  old.labels, old.annotations,
+                  old.ip.rsplit(".", 1)[0] + ".250")
+        self.pods[self.pods.index(old)] = new
+        jobs[jobs.index(old)] = new
+        self.start(new)
+        return new
+
+    def run(self, replace_rank=None):
         deadline = time.time() + DEADLINE_SECONDS
         servers = [p for p in self.pods if p.kind != "Job"]
         jobs = [p for p in self.pods if p.kind == "Job"]
@@ -286,6 +354,9 @@ class Runner:
                 self.check_metrics(pod)
             for pod in jobs:
                 self.start(pod)
+            replacement = None
+            if replace_rank is not None:
+                replacement = self.replace_trainer(jobs, replace_rank, deadline)
             for pod in jobs:
                 p = pod.procs[0]
                 try:
@@ -296,6 +367,16 @@ class Runner:
                     continue
                 if rc != 0:
                     self.fail("%s exited %d" % (pod.name, rc))
+            if replacement is not None:
+                with open(os.path.join(self.workdir, replacement.name,
+                                       "trainer.log")) as f:
+                    log = f.read()
+                m = re.search(r"resumes from checkpoint \d+ \([^)]*\)", log)
+                if m and "/claims/" in m.group(0):
+                    print("%s %s" % (replacement.name, m.group(0)))
+                else:
+                    self.fail("%s did not resume from a checkpoint on a "
+                              "shared claim" % replacement.name)
             for pod in servers:
                 if pod.procs[0].poll() is not None:
                     self.fail("%s exited while serving" % pod.name)
@@ -304,21 +385,23 @@ class Runner:
 
 
 def main():
-    if len(sys.argv) != 4:
+    args = [a for a in sys.argv[1:] if not a.startswith("--replace-trainer=")]
+    replace = [int(a.split("=", 1)[1]) for a in sys.argv[1:]
+               if a.startswith("--replace-trainer=")]
+    if len(args) != 3:
         raise SystemExit(__doc__)
-    objects_path, sampan, workdir = sys.argv[1:]
+    objects_path, sampan, workdir = args
     with open(objects_path) as f:
         objects = [o for o in yaml.safe_load_all(f) if o]
     runner = Runner(objects, os.path.abspath(sampan), os.path.abspath(workdir))
-    runner.run()
+    runner.run(replace[0] if replace else None)
     for pod in runner.pods:
         for name in sorted(os.listdir(os.path.join(runner.workdir, pod.name))):
             if name.endswith(".log") and runner.failures:
                 path = os.path.join(runner.workdir, pod.name, name)
                 print("--- %s/%s" % (pod.name, name))
                 print("".join(open(path).readlines()[-8:]), end="")
-    rank0 = next(p for p in runner.pods
-                 if p.annotations.get("batch.kubernetes.io/job-completion-index") == "0")
+    rank0 = next(p for p in runner.pods if p.annotations.get(INDEX) == "0")
     work = [m for m in rank0.spec["containers"][0]["volumeMounts"]
             if m["mountPath"] == rank0.spec["containers"][0]["workingDir"]][0]
     result = os.path.join(runner.workdir, rank0.name, "volumes", work["name"],

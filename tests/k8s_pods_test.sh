@@ -3,7 +3,11 @@
 # `kubectl kustomize`, then tests/k8s_pods.py starts every pod's containers
 # (command, args, env, volumes, init containers) as local processes on
 # loopback with Service names mapped, and the trainer Job must complete
-# with a trained model.
+# with a trained model. Then a job with checkpoints: render refuses it
+# without shared storage (exit 2, naming the fields); with
+# kubernetes.checkpoint_storage every pod mounts one ReadWriteMany claim (a
+# shared directory here), checkpoints land there, and a trainer pod killed
+# after the first one is replaced and resumes at its checkpointed position.
 set -euo pipefail
 
 RUNFILES="${TEST_SRCDIR}/${TEST_WORKSPACE}"
@@ -27,3 +31,42 @@ YAML
 kubectl kustomize "$TMP/rendered" > "$TMP/objects.yaml"
 mkdir -p "$TMP/pods"
 python3 "$RUNFILES/tests/k8s_pods.py" "$TMP/objects.yaml" "$SAMPAN" "$TMP/pods"
+
+echo "--- a job with checkpoints"
+cat > "$TMP/ckpt.yaml" <<'YAML'
+name: pods-ckpt
+output_dir: /tmp/unused-by-pods
+cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 1,
+          wait_timeout_seconds: 60}
+model: {type: LR}
+table: {num_shards: 16, backend: ROCKSDB}
+data:
+  batch_size: 256
+  synthetic: {rows: 200000, seed: 3, test_fraction: 0.1}
+checkpoint: {every_steps: 40, timeout_seconds: 10}
+kubernetes: {pserver_storage: 1Gi}
+YAML
+set +e
+out=$("$SAMPAN" render "$TMP/ckpt.yaml" --target=k8s -o "$TMP/refused" 2>&1); rc=$?
+set -e
+if [ $rc -ne 2 ] || ! grep -q "kubernetes.checkpoint_claim or kubernetes.checkpoint_storage" <<< "$out"; then
+  echo "FAIL: render of a checkpointing job without shared storage: rc=$rc $out"; exit 1
+fi
+echo "ok: refused without shared storage (exit 2): ${out%%;*}"
+sed -i 's/^kubernetes: {pserver_storage: 1Gi}$/kubernetes: {pserver_storage: 1Gi, checkpoint_storage: 1Gi}/' "$TMP/ckpt.yaml"
+"$SAMPAN" render "$TMP/ckpt.yaml" --target=k8s -o "$TMP/ckpt-rendered"
+kubectl kustomize "$TMP/ckpt-rendered" > "$TMP/ckpt-objects.yaml"
+mkdir -p "$TMP/ckpt-pods"
+python3 "$RUNFILES/tests/k8s_pods.py" "$TMP/ckpt-objects.yaml" "$SAMPAN" \
+  "$TMP/ckpt-pods" --replace-trainer=1
+shared="$TMP/ckpt-pods/claims/pods-ckpt-checkpoints/pods-ckpt"
+latest=$(ls -d "$shared"/ckpt-*/MANIFEST 2>/dev/null | sort -V | tail -1)
+[ -n "$latest" ] || { echo "FAIL: no complete checkpoint in the shared claim $shared"; ls -R "$TMP/ckpt-pods" | head -40; exit 1; }
+dir=$(dirname "$latest")
+for i in 0 1; do
+  [ -d "$dir/pserver-$i" ] || { echo "FAIL: $dir lacks pserver-$i's snapshot"; exit 1; }
+done
+# Nothing went to a pod's own volume instead.
+stray=$(find "$TMP/ckpt-pods" -path "$shared" -prune -o -name 'ckpt-[0-9]*' -print)
+[ -z "$stray" ] || { echo "FAIL: checkpoints outside the shared claim: $stray"; exit 1; }
+echo "ok: $(ls -d "$shared"/ckpt-* | wc -l) checkpoint(s) in the shared claim; latest $(basename "$dir") has pserver-0, pserver-1 and a MANIFEST"

@@ -1,0 +1,51 @@
+#include "cli/render_checkpoint.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sampan {
+
+bool TakesCheckpoints(const JobConfig& job) {
+  return job.checkpoint().every_steps() > 0 ||
+         job.checkpoint().every_seconds() > 0;
+}
+
+absl::StatusOr<CheckpointVolume> ResolveCheckpointVolume(
+    const JobConfig& job, const std::string& name) {
+  CheckpointVolume v;
+  if (!TakesCheckpoints(job)) return v;
+  const KubernetesConfig& k = job.kubernetes();
+  if (!k.checkpoint_claim().empty() && !k.checkpoint_storage().empty()) {
+    return absl::InvalidArgumentError(
+        "kubernetes.checkpoint_claim and kubernetes.checkpoint_storage: set "
+        "one (an existing claim, or the size of one to create), not both");
+  }
+  if (k.checkpoint_claim().empty() && k.checkpoint_storage().empty()) {
+    return absl::InvalidArgumentError(
+        "kubernetes.checkpoint_claim or kubernetes.checkpoint_storage: the "
+        "job takes checkpoints (checkpoint.every_steps/every_seconds), which "
+        "the coordinator, every pserver and every trainer write to and read "
+        "back from one directory; on Kubernetes that needs a shared "
+        "ReadWriteMany volume: name an existing PersistentVolumeClaim "
+        "(checkpoint_claim) or give the size of one to create "
+        "(checkpoint_storage, with checkpoint_storage_class)");
+  }
+  v.shared = true;
+  v.render_claim = k.checkpoint_claim().empty();
+  v.claim = v.render_claim ? absl::StrCat(name, "-checkpoints")
+                           : k.checkpoint_claim();
+  return v;
+}
+
+Yaml CheckpointClaimSpec(const KubernetesConfig& k8s) {
+  Yaml spec = Yaml::Map(
+      {{"accessModes", Yaml::List({"ReadWriteMany"})},
+       {"resources",
+        Yaml::Map({{"requests",
+                    Yaml::Map({{"storage", k8s.checkpoint_storage()}})}})}});
+  if (!k8s.checkpoint_storage_class().empty()) {
+    spec.Set("storageClassName", k8s.checkpoint_storage_class());
+  }
+  return spec;
+}
+
+}  // namespace sampan
