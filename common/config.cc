@@ -388,6 +388,7 @@ JobConfig DefaultJobConfig() {
   table->set_hot_tier_bytes(uint64_t{1} << 30);
   table->set_durability(WAL);
   table->set_durability_log(REDO_LOG);
+  table->set_write_back(SST_FILES);
   AccessorConfig* accessor = table->mutable_accessor();
   accessor->set_nonclk_coeff(0.1f);
   accessor->set_click_coeff(1);

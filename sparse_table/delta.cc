@@ -229,10 +229,8 @@ absl::Status RowStore::IngestSst(
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
     return a.first < b.first || (a.first == b.first && a.second && !b.second);
   });
-  const std::string sst =
-      absl::StrCat(dir_, "/ingest-", epoch_.load(), "-",
-                   reinterpret_cast<uintptr_t>(this), ".sst");
-  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), rocksdb::Options(), cf_);
+  const std::string sst = TempSstPath();
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options_, cf_);
   rocksdb::Status s = writer.Open(sst);
   for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
     if (i > 0 && ops[i].first == ops[i - 1].first) continue;
