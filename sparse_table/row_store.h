@@ -15,14 +15,16 @@
 // Epochs order snapshots: every snapshot (full or delta) ends an epoch, so
 // a delta holds the rows and deletions stamped with the epoch it ends.
 //
-// Delta file format (version 1, all little-endian):
+// Delta file format (version 2, all little-endian; snapshot_file.h):
 //   header   "SMPDELTA" | u32 version | u32 0 | u64 epoch it ends
 //   record*  u8 type | u64 key | payload
 //              type 1 row:      u32 n | n x f32 (stored floats)
 //              type 2 deleted:  nothing
 //              type 3 sequence: u32 shard | u64 sequence (key = writer)
-//   trailer  u8 0 | u64 number of records
-// Records of each type appear in increasing key order.
+//   trailer  u8 0 | u64 number of records | u32 masked CRC-32C of every
+//            byte before it (version 1 files, without it, still read)
+// Records are in no particular order; a key has at most one row or
+// deletion. The memory backend's full snapshots are the same format.
 // RocksDB WAL mode: a push is written as one WriteBatch holding its changed
 // rows and the sequences of the shards it touched, so both reach the WAL
 // atomically. Redo log mode: a flush round is one ingested SST file of the

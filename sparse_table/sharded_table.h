@@ -107,6 +107,10 @@ struct Shard {
   absl::flat_hash_map<uint64_t, uint64_t> last_sequence ABSL_GUARDED_BY(mu);
   AdmissionFilter admission ABSL_GUARDED_BY(mu);
 
+  // --- Memory backend only: what the next delta snapshot holds ---
+  std::vector<uint8_t> changed ABSL_GUARDED_BY(mu);   // per slot: 1 = changed
+  std::vector<uint64_t> deleted ABSL_GUARDED_BY(mu);  // keys shrink removed
+
   // --- Redo log mode only ---
   // Serializes flushes of this shard, so they reach RocksDB in order. Taken
   // before mu, never while holding it.
@@ -172,6 +176,11 @@ class ShardedTable final : public SparseTable {
   absl::Status BulkLoad(absl::Span<const uint64_t> keys,
                         const float* values) override;
   TableStats Stats() const override;
+
+  // Memory backend: loads the full snapshot file (MemorySnapshotFile) into
+  // this empty table.
+  absl::Status LoadMemorySnapshot(const std::string& path);
+  std::string MemorySnapshotFile(const std::string& dir) const;
 
  private:
   std::vector<Group> GroupByShard(absl::Span<const uint64_t> keys) const;
@@ -249,6 +258,12 @@ class ShardedTable final : public SparseTable {
   void FlusherLoop();
   void StopFlusher();
 
+  // Memory backend snapshots (memory_snapshot.cc), every shard lock held.
+  // Writes all rows (full) or the rows changed and deleted since the last
+  // snapshot, and every writer's sequence; ends the epoch.
+  absl::Status WriteMemorySnapshot(const std::string& path, bool full);
+  absl::Status ApplyMemoryDelta(const std::string& path);
+
   const TableOptions o_;
   const CtrAccessor acc_;
   const uint32_t stride_;
@@ -257,6 +272,10 @@ class ShardedTable final : public SparseTable {
   std::deque<Shard> shards_;  // deque: Shard holds a mutex and cannot move
   std::atomic<uint64_t> evictions_{0}, rejected_{0}, unadmitted_{0},
       duplicates_{0}, shrunk_{0}, flushed_rows_{0};
+
+  // Memory backend: the epoch the next snapshot ends (RowStore keeps the
+  // RocksDB backend's). Changed with every shard lock held.
+  std::atomic<uint64_t> memory_epoch_{1};
 
   std::unique_ptr<RedoLog> log_;  // redo log mode only
   std::thread flusher_;

@@ -206,12 +206,15 @@ class SparseTable {
   // for the memory backend.
   virtual absl::Status Flush() = 0;
 
-  // Snapshots (RocksDB backend; Unimplemented for the memory backend). Each
-  // snapshot ends an epoch; pushes wait while one starts.
+  // Snapshots. Each snapshot ends an epoch; pushes wait while one starts
+  // (memory backend: while it is written).
   //
-  // Full: a self-contained copy of the whole pserver database (hard links
-  // where possible) in `dir`, which must not exist. Restore it with
-  // RestoreSnapshot, then ApplyDelta the deltas taken after it, in order.
+  // Full: RocksDB, a self-contained copy of the whole pserver database (hard
+  // links where possible) in `dir`, which must not exist; memory, the file
+  // <dir>/<table_name>.snapshot of every row and sequence (AlreadyExists if
+  // there). Restore it with RestoreSnapshot into the table's data_dir (a
+  // memory table opened by NewTable loads the file it finds there), then
+  // ApplyDelta the deltas taken after it, in order.
   virtual absl::Status Snapshot(const std::string& dir) = 0;
   // Delta: the rows changed and deleted since the previous snapshot (full or
   // delta) and every writer's sequence, in the file `path` (format in
