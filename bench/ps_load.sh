@@ -7,12 +7,13 @@
 # then the RPC run again paced at half its maximum for the latency figure.
 #
 # usage: [BACKEND=ROCKSDB|MEMORY] [LOG=REDO_LOG|ROCKSDB_WAL]
+#        [WRITE_BACK=SST_FILES|MEMTABLE] (the fleet's redo log write-back)
 #        bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
 #        (after `make build`)
 set -euo pipefail
 trap 'echo "bench/ps_load.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
-P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; BATCH=4096; DIM=16; SHARDS=64
+P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; WRITE_BACK=${WRITE_BACK:-SST_FILES}; BATCH=4096; DIM=16; SHARDS=64
 SAMPAN=bazel-bin/cli/sampan; CLIENT=bazel-bin/bench/ps_load_client
 TMP=$(mktemp -d /tmp/sampan-psload.XXXXXX)
 pids=()
@@ -55,7 +56,7 @@ cat > "$TMP/job.yaml" <<YAML
 cluster: {num_pservers: $P, num_trainers: 1}
 model: {type: FM, embedding_dim: $((DIM - 1))}
 table: {num_shards: $SHARDS, backend: $BACKEND, durability: WAL,
-        durability_log: $LOG,
+        durability_log: $LOG, write_back: $WRITE_BACK,
         hot_tier_bytes: 1073741824, data_dir: $TMP/tables}
 output_dir: $TMP/out
 YAML
@@ -103,7 +104,7 @@ p50=$(cat "$TMP"/half-*.out | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' | sort -n |
 p99=$(cat "$TMP"/half-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 p999=$(cat "$TMP"/half-*.out | sed -n 's/.*p999_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
 
-echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL in $LOG when ROCKSDB)"
+echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL in $LOG, write-back $WRITE_BACK when ROCKSDB)"
 echo "raw loopback TCP (iperf3):            $tcp_gbps Gbit/s"
 echo "in-process $BACKEND table, $C procs:   $inproc_rate keys/s (pull + push)"
 echo "RPC fleet, max load:                  $max_rate keys/s (pull + push), pull p99 ${max_p99} ms"

@@ -5,9 +5,11 @@
 //
 //   sparse_table_bench --case=hashmap|memory|hot|cold --dim=16 --rows=1000000
 //                      [--batch=4096 --batches=200 --dir=/tmp/stb]
-//                      [--log=redo|rocksdb_wal --durability=wal|sync]
+//                      [--log=redo|redo_memtable|rocksdb_wal]
+//                      [--durability=wal|sync]
 //
-// --log picks the RocksDB backend's durability log. Durable push figures:
+// --log picks the RocksDB backend's durability log (redo_memtable: the redo
+// log writing back through the memtable, not SST files). Durable push figures:
 // push_rows_per_s is the ack rate of one pushing thread;
 // push_sustained_rows_per_s also counts the final Flush that writes the
 // dirty rows to RocksDB (redo log); push_cpu_rows_per_s divides the rows by
@@ -213,6 +215,9 @@ int Main(int argc, char** argv) {
     const std::string log = flags->Get("log", "redo");
     o.durability_log = log == "rocksdb_wal" ? DurabilityLog::kRocksDbWal
                                             : DurabilityLog::kRedoLog;
+    // redo_memtable: the redo log writing back through the memtable.
+    o.write_back =
+        log == "redo_memtable" ? WriteBack::kMemtable : WriteBack::kSstFile;
     o.durability = flags->Get("durability", "wal") == "sync" ? Durability::kSync
                                                              : Durability::kWal;
     std::printf("log=%s durability=%s ", log.c_str(),

@@ -5,7 +5,7 @@
 #
 #   bench/sparse_table_bench.sh [ROWS=1000000] [REPS=3] [DIMS="8 16 64"]
 #                               [CASES="hashmap memory hot cold"]
-#                               [LOGS="redo rocksdb_wal"] [SYNC=0|1]
+#                               [LOGS="redo rocksdb_wal"] (also redo_memtable) [SYNC=0|1]
 #
 # The RocksDB cases (hot, cold) run once per durability log in LOGS, in
 # alternation, labelled case=hot/redo etc.; SYNC=1 also runs hot with

@@ -394,6 +394,7 @@ JobConfig DefaultJobConfig() {
   table->set_durability(WAL);
   table->set_durability_log(REDO_LOG);
   table->set_min_free_disk_bytes(uint64_t{256} << 20);
+  table->set_write_back(SST_FILES);
   AccessorConfig* accessor = table->mutable_accessor();
   accessor->set_nonclk_coeff(0.1f);
   accessor->set_click_coeff(1);

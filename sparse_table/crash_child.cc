@@ -29,6 +29,9 @@ int CrashChildMain(int argc, char** argv) {
   o.durability_log = argc == 6 && std::string(argv[5]) == "rocksdb_wal"
                          ? DurabilityLog::kRocksDbWal
                          : DurabilityLog::kRedoLog;
+  if (argc == 6 && std::string(argv[5]) == "redo_memtable") {
+    o.write_back = WriteBack::kMemtable;
+  }
   o.flush_interval_ms = 5;  // flushes land between kills
   o.redo_log_bytes = 4096;  // and so do memtable flushes and log deletions
   o.num_shards = 8;

@@ -91,6 +91,9 @@ TEST_P(CrashTest, EveryAcknowledgedPushSurvivesSigkillExactlyOnce) {
   o.durability_log = std::string(GetParam()) == "rocksdb_wal"
                          ? DurabilityLog::kRocksDbWal
                          : DurabilityLog::kRedoLog;
+  if (std::string(GetParam()) == "redo_memtable") {
+    o.write_back = WriteBack::kMemtable;
+  }
   o.backend = Backend::kRocksDb;
   o.data_dir = dir;
   o.num_shards = 8;
@@ -126,8 +129,9 @@ TEST_P(CrashTest, EveryAcknowledgedPushSurvivesSigkillExactlyOnce) {
       GetParam(), static_cast<unsigned long long>(acked), kills_past_ack);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothLogs, CrashTest,
-                         ::testing::Values("redo", "rocksdb_wal"),
+INSTANTIATE_TEST_SUITE_P(EveryLog, CrashTest,
+                         ::testing::Values("redo", "redo_memtable",
+                                           "rocksdb_wal"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param);
                          });

@@ -11,13 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "rocksdb/sst_file_writer.h"
 #include "sparse_table/row_store.h"
+#include "sparse_table/snapshot_file.h"
 
 namespace sampan {
 namespace {
-
-constexpr char kMagic[8] = {'S', 'M', 'P', 'D', 'E', 'L', 'T', 'A'};
-constexpr uint32_t kVersion = 1;
-enum : uint8_t { kEnd = 0, kRow = 1, kDeleted = 2, kSequence = 3 };
 
 uint64_t BeKey(const rocksdb::Slice& k, size_t at, int bytes) {
   uint64_t v = 0;
@@ -37,38 +34,6 @@ uint32_t Le32(const rocksdb::Slice& s, size_t at) {
   return v;
 }
 
-class Writer {
- public:
-  explicit Writer(std::FILE* f) : f_(f) {}
-  template <typename T>
-  void Put(const T& v) {
-    ok_ &= std::fwrite(&v, sizeof(T), 1, f_) == 1;
-  }
-  void PutBytes(const void* p, size_t n) {
-    ok_ &= n == 0 || std::fwrite(p, n, 1, f_) == 1;
-  }
-  bool ok() const { return ok_; }
-
- private:
-  std::FILE* f_;
-  bool ok_ = true;
-};
-
-class Reader {
- public:
-  explicit Reader(std::FILE* f) : f_(f) {}
-  template <typename T>
-  bool Get(T* v) {
-    return std::fread(v, sizeof(T), 1, f_) == 1;
-  }
-  bool GetBytes(void* p, size_t n) {
-    return n == 0 || std::fread(p, n, 1, f_) == 1;
-  }
-
- private:
-  std::FILE* f_;
-};
-
 }  // namespace
 
 absl::StatusOr<RowStore::DeltaToken> RowStore::BeginDelta() {
@@ -83,32 +48,18 @@ absl::Status RowStore::WriteDelta(const std::string& path, DeltaToken token) {
   rocksdb::ReadOptions ro;
   ro.snapshot = token.snapshot;
   std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    db()->ReleaseSnapshot(token.snapshot);
-    return absl::UnavailableError(absl::StrCat("cannot create ", tmp));
-  }
-  Writer w(f);
-  w.PutBytes(kMagic, 8);
-  w.Put(kVersion);
-  w.Put(uint32_t{0});
-  w.Put(uint64_t{token.epoch});
-  uint64_t records = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  absl::StatusOr<std::unique_ptr<DeltaWriter>> w =
+      DeltaWriter::Create(path, token.epoch);
+  for (it->SeekToFirst(); w.ok() && it->Valid(); it->Next()) {
     const rocksdb::Slice k = it->key(), v = it->value();
     if (k[0] == 'q' && k.size() == 13) {
-      w.Put(kSequence);
-      w.Put(BeKey(k, 5, 8));
-      w.Put(uint32_t(BeKey(k, 1, 4)));
-      w.PutBytes(v.data(), 8);
+      uint64_t seq;
+      std::memcpy(&seq, v.data(), 8);
+      (*w)->Sequence(BeKey(k, 5, 8), uint32_t(BeKey(k, 1, 4)), seq);
     } else if (k[0] == 'r' && v.size() >= 4 &&
                Le32(v, v.size() - 4) == token.epoch) {
-      const uint32_t n = (v.size() - 4) / sizeof(float);
-      w.Put(kRow);
-      w.Put(BeKey(k, 1, 8));
-      w.Put(n);
-      w.PutBytes(v.data(), v.size() - 4);
+      (*w)->Row(BeKey(k, 1, 8), reinterpret_cast<const float*>(v.data()),
+                (v.size() - 4) / sizeof(float));
     } else if (k[0] == 'x' && Le32(v, 0) == token.epoch) {
       // Re-created after the shrink? Then the row record above wins: a
       // deletion is written only when the row is absent.
@@ -116,44 +67,23 @@ absl::Status RowStore::WriteDelta(const std::string& path, DeltaToken token) {
       row_key[0] = 'r';
       std::string ignored;
       if (!db()->Get(ro, cf_, row_key, &ignored).IsNotFound()) continue;
-      w.Put(kDeleted);
-      w.Put(BeKey(k, 1, 8));
-    } else {
-      continue;
+      (*w)->Deleted(BeKey(k, 1, 8));
     }
-    ++records;
   }
-  w.Put(kEnd);
-  w.Put(records);
-  absl::Status st = it->status().ok()
+  absl::Status st = !w.ok() ? w.status()
+                    : it->status().ok()
                         ? absl::OkStatus()
                         : absl::DataLossError(it->status().ToString());
   it.reset();
   db()->ReleaseSnapshot(token.snapshot);
-  const bool flushed = std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  std::fclose(f);
-  if (st.ok() && !(w.ok() && flushed)) {
-    st = absl::UnavailableError(absl::StrCat("write ", tmp));
-  }
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    st = absl::UnavailableError(absl::StrCat("rename to ", path));
-  }
+  if (st.ok()) st = (*w)->Commit();
   return st;
 }
 
 absl::Status RowStore::ApplyDelta(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return absl::NotFoundError(absl::StrCat("no ", path));
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
-  Reader r(f);
-  char magic[8];
-  uint32_t version, zero;
-  uint64_t epoch;
-  if (!r.GetBytes(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 ||
-      !r.Get(&version) || version != kVersion || !r.Get(&zero) ||
-      !r.Get(&epoch)) {
-    return absl::DataLossError(absl::StrCat(path, ": not a delta file"));
-  }
+  absl::StatusOr<std::unique_ptr<DeltaReader>> r = DeltaReader::Open(path);
+  if (!r.ok()) return r.status();
+  const uint64_t epoch = (*r)->epoch();
   if (epoch != epoch_) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " ends epoch ", epoch, " but the table is at ",
@@ -161,41 +91,23 @@ absl::Status RowStore::ApplyDelta(const std::string& path) {
   }
   std::vector<std::pair<std::string, std::string>> puts;
   std::vector<std::string> deletes;
-  uint64_t records = 0, expected = ~0ull;
-  for (;;) {
-    uint8_t type;
-    uint64_t key;
-    if (!r.Get(&type)) break;
-    if (type == kEnd) {
-      r.Get(&expected);
-      break;
-    }
-    if (!r.Get(&key)) break;
-    ++records;
-    if (type == kRow) {
-      uint32_t n;
-      if (!r.Get(&n) || n > (1u << 20)) break;
-      std::string value(size_t{n} * 4 + 4, '\0');
-      if (!r.GetBytes(value.data(), size_t{n} * 4)) break;
+  DeltaRecord rec;
+  while ((*r)->Next(&rec)) {
+    if (rec.type == kDeltaRow) {
+      std::string value(reinterpret_cast<const char*>(rec.floats.data()),
+                        rec.floats.size() * sizeof(float));
       const uint32_t e = epoch;
-      std::memcpy(value.data() + size_t{n} * 4, &e, 4);
-      puts.emplace_back(EncodeKey('r', key, 8), std::move(value));
-    } else if (type == kDeleted) {
-      deletes.push_back(EncodeKey('r', key, 8));
-    } else if (type == kSequence) {
-      uint32_t shard;
-      std::string seq(8, '\0');
-      if (!r.Get(&shard) || !r.GetBytes(seq.data(), 8)) break;
-      puts.emplace_back(
-          EncodeKey('q', shard, 4) + EncodeKey('q', key, 8).substr(1),
-          std::move(seq));
+      value.append(reinterpret_cast<const char*>(&e), 4);
+      puts.emplace_back(EncodeKey('r', rec.key, 8), std::move(value));
+    } else if (rec.type == kDeltaDeleted) {
+      deletes.push_back(EncodeKey('r', rec.key, 8));
     } else {
-      break;
+      puts.emplace_back(
+          EncodeKey('q', rec.shard, 4) + EncodeKey('q', rec.key, 8).substr(1),
+          std::string(reinterpret_cast<const char*>(&rec.sequence), 8));
     }
   }
-  if (records != expected) {
-    return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt"));
-  }
+  if (!(*r)->status().ok()) return (*r)->status();
   uint32_t next = uint32_t(epoch) + 1;
   puts.emplace_back("e", std::string(reinterpret_cast<const char*>(&next), 4));
   absl::Status st = IngestSst(puts, deletes);
@@ -229,10 +141,8 @@ absl::Status RowStore::IngestSst(
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
     return a.first < b.first || (a.first == b.first && a.second && !b.second);
   });
-  const std::string sst =
-      absl::StrCat(dir_, "/ingest-", epoch_.load(), "-",
-                   reinterpret_cast<uintptr_t>(this), ".sst");
-  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), rocksdb::Options(), cf_);
+  const std::string sst = TempSstPath();
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options_, cf_);
   rocksdb::Status s = writer.Open(sst);
   for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
     if (i > 0 && ops[i].first == ops[i - 1].first) continue;

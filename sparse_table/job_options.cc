@@ -59,6 +59,7 @@ TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index) {
   } else if (t.durability_log() == REDO_LOG) {
     o.durability_log = DurabilityLog::kRedoLog;
   }
+  if (t.write_back() == MEMTABLE) o.write_back = WriteBack::kMemtable;
   const AccessorConfig& a = t.accessor();
   o.nonclk_coeff = a.nonclk_coeff();
   o.click_coeff = a.click_coeff();

@@ -31,6 +31,7 @@ TEST(JobOptionsTest, RocksDbFieldsMap) {
       "  hot_tier_bytes: 2000000\n"
       "  durability: SYNC\n"
       "  durability_log: ROCKSDB_WAL\n"
+      "  write_back: MEMTABLE\n"
       "  optimizer: {type: FTRL, learning_rate: 0.1, l1: 0.5,"
       " min_weight: -2, max_weight: 3, non_finite: SKIP_KEY}\n"
       "  admission: {min_pushes: 3, probability: 0.5}\n"
@@ -43,6 +44,7 @@ TEST(JobOptionsTest, RocksDbFieldsMap) {
   EXPECT_EQ(o.hot_tier_bytes, 2000000u);
   EXPECT_EQ(o.durability, Durability::kSync);
   EXPECT_EQ(o.durability_log, DurabilityLog::kRocksDbWal);
+  EXPECT_EQ(o.write_back, WriteBack::kMemtable);
   EXPECT_EQ(o.rule, OptimizerRule::kFtrl);
   EXPECT_FLOAT_EQ(o.l1, 0.5f);
   EXPECT_FLOAT_EQ(o.min_weight, -2.0f);

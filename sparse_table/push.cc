@@ -257,6 +257,7 @@ void ShardedTable::Install(const PushBatch& b, const PushWork& w,
     std::memcpy(sh.rows[slot], &w.scratch[u * stride_],
                 stride_ * sizeof(float));
     if (redo) MarkDirty(sh, slot, lsn);
+    if (store_ == nullptr) sh.changed[slot] = 1;
   }
   for (const Group* g : w.live) {
     Shard& sh = shards_[g->shard];

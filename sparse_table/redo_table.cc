@@ -19,14 +19,22 @@ void ShardedTable::MarkDirty(Shard& sh, uint32_t slot, uint64_t lsn) {
   if (sh.first_dirty_lsn == 0) sh.first_dirty_lsn = lsn;
 }
 
-void ShardedTable::BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
-                              std::vector<uint32_t>* slots) {
+bool ShardedTable::TakeDirty(Shard& sh, std::vector<uint32_t>* slots) {
   for (uint32_t slot : sh.dirty_slots) {
     if (sh.state[slot] != kDirty) continue;  // listed twice
     sh.state[slot] = kFlushing;
     slots->push_back(slot);
   }
   sh.dirty_slots.clear();
+  const bool cut = sh.first_dirty_lsn != 0;
+  sh.flushing_from = sh.first_dirty_lsn;
+  sh.first_dirty_lsn = 0;
+  return cut;
+}
+
+void ShardedTable::BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
+                              std::vector<uint32_t>* slots) {
+  const bool cut = TakeDirty(sh, slots);
   // Keys in order: RocksDB's memtable inserts sorted keys far faster (its
   // skiplist reuses the previous insert's position).
   std::sort(slots->begin(), slots->end(), [&sh](uint32_t a, uint32_t b) {
@@ -36,7 +44,7 @@ void ShardedTable::BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
     const float* row = sh.rows[slot];
     store_->PutRow(wb, sh.slot_key[slot], row, acc_.stored_floats(row));
   }
-  if (sh.first_dirty_lsn != 0) {
+  if (cut) {
     // The rows above plus the clean ones already stored are the shard after
     // every record up to applied_lsn: write that cut with them.
     store_->PutShardLsn(wb, s, sh.applied_lsn);
@@ -44,8 +52,59 @@ void ShardedTable::BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
       store_->PutSequence(wb, s, writer, seq);
     }
   }
-  sh.flushing_from = sh.first_dirty_lsn;
-  sh.first_dirty_lsn = 0;
+}
+
+void ShardedTable::BeginSstFlush(Shard& sh, uint32_t s,
+                                 RowStore::SstRound* round,
+                                 std::vector<uint32_t>* slots,
+                                 std::vector<float>* copy) {
+  if (TakeDirty(sh, slots)) {
+    round->lsns.emplace_back(s, sh.applied_lsn);
+    for (const auto& [writer, seq] : sh.last_sequence) {
+      round->sequences.push_back({s, writer, seq});
+    }
+  }
+  if (copy != nullptr) {
+    size_t total = 0;
+    for (uint32_t slot : *slots) total += acc_.stored_floats(sh.rows[slot]);
+    copy->resize(total);  // sized once: the pointers below stay valid
+  }
+  size_t at = 0;
+  for (uint32_t slot : *slots) {
+    const float* row = sh.rows[slot];
+    const uint32_t n = acc_.stored_floats(row);
+    if (copy != nullptr) {
+      std::copy(row, row + n, copy->data() + at);
+      row = copy->data() + at;
+      at += n;
+    }
+    round->rows.push_back({sh.slot_key[slot], row, n});
+  }
+}
+
+// Copies out under each shard's lock in turn, then writes and ingests the
+// file with no shard lock held, so pulls and pushes go on meanwhile; rows
+// being written stay unevictable until RocksDB has them.
+absl::Status ShardedTable::FlushRound(const std::vector<uint32_t>& shards,
+                                      bool locked) {
+  RowStore::SstRound round;
+  std::vector<std::vector<uint32_t>> slots(shards.size());
+  std::vector<std::vector<float>> copies(locked ? 0 : shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    Shard& sh = shards_[shards[i]];
+    std::unique_lock<std::mutex> lock(sh.mu, std::defer_lock);
+    if (!locked) lock.lock();
+    BeginSstFlush(sh, shards[i], &round, &slots[i],
+                  locked ? nullptr : &copies[i]);
+  }
+  const absl::Status st = store_->IngestRound(&round);
+  for (size_t i = 0; i < shards.size(); ++i) {
+    Shard& sh = shards_[shards[i]];
+    std::unique_lock<std::mutex> lock(sh.mu, std::defer_lock);
+    if (!locked) lock.lock();
+    EndFlush(sh, slots[i], st.ok());
+  }
+  return st;
 }
 
 void ShardedTable::EndFlush(Shard& sh, const std::vector<uint32_t>& slots,
@@ -72,6 +131,7 @@ void ShardedTable::EndFlush(Shard& sh, const std::vector<uint32_t>& slots,
 absl::Status ShardedTable::FlushShard(uint32_t s) {
   Shard& sh = shards_[s];
   std::lock_guard<std::mutex> flushing(sh.flush_mu);
+  if (o_.write_back == WriteBack::kSstFile) return FlushRound({s}, false);
   rocksdb::WriteBatch wb;
   std::vector<uint32_t> slots;
   {
@@ -85,7 +145,22 @@ absl::Status ShardedTable::FlushShard(uint32_t s) {
   return st;
 }
 
+std::vector<uint32_t> ShardedTable::AllShards() const {
+  std::vector<uint32_t> all(shards_.size());
+  for (uint32_t s = 0; s < all.size(); ++s) all[s] = s;
+  return all;
+}
+
 absl::Status ShardedTable::FlushAllShards() {
+  if (o_.write_back == WriteBack::kSstFile) {
+    // One file for all shards: a file per shard per round would flood L0.
+    for (Shard& sh : shards_) sh.flush_mu.lock();
+    absl::Status st = FlushRound(AllShards(), false);
+    for (auto it = shards_.rbegin(); it != shards_.rend(); ++it) {
+      it->flush_mu.unlock();
+    }
+    return st;
+  }
   absl::Status first;
   for (uint32_t s = 0; s < shards_.size(); ++s) first.Update(FlushShard(s));
   return first;
@@ -106,8 +181,11 @@ uint64_t ShardedTable::UnflushedFrom() {
 
 absl::Status ShardedTable::TruncateLog() {
   const uint64_t bound = UnflushedFrom();
-  // Rows were written without RocksDB's WAL: only its files keep them.
-  if (absl::Status st = store_->FlushMemtable(); !st.ok()) return st;
+  // Rows written to the memtable without RocksDB's WAL are kept only by
+  // its files (ingested files are durable already).
+  if (o_.write_back == WriteBack::kMemtable) {
+    if (absl::Status st = store_->FlushMemtable(); !st.ok()) return st;
+  }
   return log_->DeleteBelow(bound);
 }
 
@@ -115,10 +193,16 @@ absl::Status ShardedTable::PersistAndLockAll() {
   for (Shard& sh : shards_) sh.flush_mu.lock();
   LockAll();
   if (log_ == nullptr) return absl::OkStatus();
-  // One batch per shard (its cut is per shard): a batch of the whole hot
-  // tier would double the memory it takes.
   absl::Status st;
-  for (uint32_t s = 0; s < shards_.size() && st.ok(); ++s) {
+  if (o_.write_back == WriteBack::kSstFile) {
+    // Every lock is held: the file is written straight from the arena.
+    st = FlushRound(AllShards(), true);
+  }
+  // Memtable: one batch per shard (its cut is per shard): a batch of the
+  // whole hot tier would double the memory it takes.
+  for (uint32_t s = 0;
+       s < shards_.size() && st.ok() && o_.write_back == WriteBack::kMemtable;
+       ++s) {
     rocksdb::WriteBatch wb;
     std::vector<uint32_t> slots;
     BeginFlush(shards_[s], s, &wb, &slots);

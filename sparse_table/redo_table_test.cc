@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "sparse_table/row_store.h"
 #include "sparse_table/sparse_table.h"
 
 namespace sampan {
@@ -87,6 +88,7 @@ TableOptions CaseOptions(const std::string& which, const std::string& dir) {
     o.redo_log_bytes = 20000;  // memtable flushes and log deletions too
     o.hot_tier_bytes = 1;      // and eviction under backpressure
   }
+  if (which == "partial_memtable") o.write_back = WriteBack::kMemtable;
   return o;
 }
 
@@ -157,6 +159,46 @@ TEST(RedoTableTest, ReplayOfAnUnflushedLogEqualsTheLiveTable) {
 
 TEST(RedoTableTest, ReplayOnTopOfPartialFlushesEqualsTheLiveTable) {
   ExpectReplayEqualsLive("partial");
+}
+
+TEST(RedoTableTest, ReplayOnTopOfPartialMemtableFlushesEqualsTheLiveTable) {
+  ExpectReplayEqualsLive("partial_memtable");
+}
+
+// A write-back file holds cuts, sequences and rows given in any order.
+TEST(RedoTableTest, IngestedRoundReadsBackWhole) {
+  TableOptions o = Options(FreshDir("round"));
+  auto store = RowStore::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const float a[2] = {1.5f, -2}, b[3] = {7, 8, 9};
+  RowStore::SstRound round;
+  round.lsns = {{3, 40}, {1, 41}};
+  round.sequences = {{3, 9, 100}, {1, 9, 99}, {1, 2, 5}};
+  round.rows = {{900, b, 3}, {17, a, 2}};
+  ASSERT_TRUE((*store)->IngestRound(&round).ok());
+  std::vector<std::string> values;
+  const std::vector<uint64_t> keys = {17, 18, 900};
+  ASSERT_TRUE((*store)->MultiGet(keys, &values).ok());
+  EXPECT_EQ(values[0], std::string(reinterpret_cast<const char*>(a), 8));
+  EXPECT_TRUE(values[1].empty());
+  EXPECT_EQ(values[2], std::string(reinterpret_cast<const char*>(b), 12));
+  std::vector<std::pair<uint32_t, uint64_t>> lsns;
+  ASSERT_TRUE((*store)
+                  ->ForEachShardLsn(
+                      [&](uint32_t s, uint64_t l) { lsns.emplace_back(s, l); })
+                  .ok());
+  EXPECT_EQ(lsns,
+            (std::vector<std::pair<uint32_t, uint64_t>>{{1, 41}, {3, 40}}));
+  std::vector<std::vector<uint64_t>> seqs;
+  ASSERT_TRUE((*store)
+                  ->ForEachSequence([&](uint32_t s, uint64_t w, uint64_t q) {
+                    seqs.push_back({s, w, q});
+                  })
+                  .ok());
+  EXPECT_EQ(seqs, (std::vector<std::vector<uint64_t>>{
+                      {1, 2, 5}, {1, 9, 99}, {3, 9, 100}}));
+  // Nothing of it is left in the staging directory.
+  EXPECT_TRUE(std::filesystem::is_empty(o.data_dir + "/ingest-table0"));
 }
 
 TEST(RedoTableTest, ReopeningInRocksDbWalModeReplaysTheRedoLogFirst) {

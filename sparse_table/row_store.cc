@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
 
@@ -139,8 +140,17 @@ absl::StatusOr<std::unique_ptr<RowStore>> RowStore::Open(
       return st;
     }
   }
-  std::unique_ptr<RowStore> store(
-      new RowStore(*shared, cf, o.durability == Durability::kSync, o.data_dir));
+  std::unique_ptr<RowStore> store(new RowStore(
+      *shared, cf, o.durability == Durability::kSync, o.data_dir, o));
+  // Files written for ingestion live here until RocksDB links them; a
+  // crash may leave some behind, never referenced by the database.
+  std::error_code ec;
+  std::filesystem::remove_all(store->tmp_dir_, ec);
+  std::filesystem::create_directories(store->tmp_dir_, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("create ", store->tmp_dir_, ": ", ec.message()));
+  }
   std::string epoch;
   if (s.db->Get(rocksdb::ReadOptions(), cf, "e", &epoch).ok() &&
       epoch.size() == 4) {
@@ -152,8 +162,18 @@ absl::StatusOr<std::unique_ptr<RowStore>> RowStore::Open(
 }
 
 RowStore::RowStore(std::shared_ptr<SharedDb> db,
-                   rocksdb::ColumnFamilyHandle* cf, bool sync, std::string dir)
-    : shared_(std::move(db)), cf_(cf), sync_(sync), dir_(std::move(dir)) {}
+                   rocksdb::ColumnFamilyHandle* cf, bool sync, std::string dir,
+                   const TableOptions& o)
+    : sst_options_(rocksdb::DBOptions(), CfOptions(o)),
+      shared_(std::move(db)),
+      cf_(cf),
+      sync_(sync),
+      dir_(std::move(dir)),
+      tmp_dir_(absl::StrCat(dir_, "/ingest-", o.table_name)) {}
+
+std::string RowStore::TempSstPath() {
+  return absl::StrCat(tmp_dir_, "/", next_file_.fetch_add(1), ".sst");
+}
 
 RowStore::~RowStore() = default;
 
@@ -245,6 +265,58 @@ absl::Status RowStore::FlushMemtable() {
   rocksdb::FlushOptions fo;
   fo.wait = true;
   return FromRocks(db()->Flush(fo, cf_), "flush memtable");
+}
+
+absl::Status RowStore::IngestRound(SstRound* round) {
+  if (round->lsns.empty() && round->rows.empty()) return absl::OkStatus();
+  // 'l' < 'q' < 'r': cuts, then sequences, then rows, each in key order.
+  std::sort(round->lsns.begin(), round->lsns.end());
+  std::sort(round->sequences.begin(), round->sequences.end(),
+            [](const SstRound::Sequence& a, const SstRound::Sequence& b) {
+              return a.shard != b.shard ? a.shard < b.shard
+                                        : a.writer < b.writer;
+            });
+  std::sort(round->rows.begin(), round->rows.end(),
+            [](const RowRef& a, const RowRef& b) { return a.key < b.key; });
+  const std::string path = TempSstPath();
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options_, cf_);
+  rocksdb::Status s = writer.Open(path);
+  std::string k, v;
+  for (size_t i = 0; s.ok() && i < round->lsns.size(); ++i) {
+    k.assign(1, 'l');
+    PutBe(&k, round->lsns[i].first, 4);
+    v.assign(reinterpret_cast<const char*>(&round->lsns[i].second), 8);
+    s = writer.Put(k, v);
+  }
+  for (size_t i = 0; s.ok() && i < round->sequences.size(); ++i) {
+    const SstRound::Sequence& q = round->sequences[i];
+    k.assign(1, 'q');
+    PutBe(&k, q.shard, 4);
+    PutBe(&k, q.writer, 8);
+    v.assign(reinterpret_cast<const char*>(&q.sequence), 8);
+    s = writer.Put(k, v);
+  }
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  for (size_t i = 0; s.ok() && i < round->rows.size(); ++i) {
+    const RowRef& r = round->rows[i];
+    k = RowKey(r.key);
+    v.assign(reinterpret_cast<const char*>(r.row),
+             size_t{r.floats} * sizeof(float));
+    v.append(reinterpret_cast<const char*>(&epoch), 4);
+    s = writer.Put(k, v);
+  }
+  if (s.ok()) s = writer.Finish();  // syncs the file
+  if (s.ok()) {
+    rocksdb::IngestExternalFileOptions io;
+    io.move_files = true;           // a hard link: no copy
+    io.allow_global_seqno = true;   // newer than everything before it
+    io.write_global_seqno = false;  // seqno in the MANIFEST, file untouched
+    io.ingest_behind = false;       // these rows are the newest
+    s = db()->IngestExternalFile(cf_, {path}, io);
+  }
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  return FromRocks(s, "ingest write-back file " + path);
 }
 
 absl::Status RowStore::ForEachShardLsn(

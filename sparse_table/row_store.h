@@ -15,19 +15,22 @@
 // Epochs order snapshots: every snapshot (full or delta) ends an epoch, so
 // a delta holds the rows and deletions stamped with the epoch it ends.
 //
-// Delta file format (version 1, all little-endian):
+// Delta file format (version 2, all little-endian; snapshot_file.h):
 //   header   "SMPDELTA" | u32 version | u32 0 | u64 epoch it ends
 //   record*  u8 type | u64 key | payload
 //              type 1 row:      u32 n | n x f32 (stored floats)
 //              type 2 deleted:  nothing
 //              type 3 sequence: u32 shard | u64 sequence (key = writer)
-//   trailer  u8 0 | u64 number of records
-// Records of each type appear in increasing key order.
+//   trailer  u8 0 | u64 number of records | u32 masked CRC-32C of every
+//            byte before it (version 1 files, without it, still read)
+// Records are in no particular order; a key has at most one row or
+// deletion. The memory backend's full snapshots are the same format.
 // RocksDB WAL mode: a push is written as one WriteBatch holding its changed
 // rows and the sequences of the shards it touched, so both reach the WAL
-// atomically. Redo log mode: a shard's flush is one WriteBatch of its dirty
-// rows, sequences and LSN, written without the WAL (the redo log has them
-// until FlushMemtable puts them in files).
+// atomically. Redo log mode: a flush round is one ingested SST file of the
+// shards' dirty rows, sequences and LSNs (IngestRound), or, writing back
+// through the memtable, one WriteBatch per shard without the WAL (the redo
+// log has them until FlushMemtable puts them in files).
 //
 // Thread-safe (RocksDB is); callers order writes to the same row themselves.
 #ifndef SAMPAN_SPARSE_TABLE_ROW_STORE_H_
@@ -74,6 +77,28 @@ class RowStore {
   absl::Status WriteUnlogged(rocksdb::WriteBatch* batch);
   absl::Status FlushMemtable();
 
+  // Redo log write-back as a file: one flush round's rows (any number of
+  // shards), with each shard's cut (LSN) and writer sequences, written as
+  // one SST file and ingested, so that RocksDB has all of it or none of it
+  // even across a crash, without a memtable insert per row.
+  struct RowRef {
+    uint64_t key;
+    const float* row;
+    uint32_t floats;
+  };
+  struct SstRound {
+    std::vector<std::pair<uint32_t, uint64_t>> lsns;  // (shard, LSN)
+    struct Sequence {
+      uint32_t shard;
+      uint64_t writer, sequence;
+    };
+    std::vector<Sequence> sequences;
+    std::vector<RowRef> rows;  // keys unique
+  };
+  // Sorts the round and ingests it; durable (file and MANIFEST synced) on
+  // return. An empty round writes nothing.
+  absl::Status IngestRound(SstRound* round);
+
   // Calls fn for every recorded (shard, writer, sequence).
   absl::Status ForEachSequence(
       const std::function<void(uint32_t, uint64_t, uint64_t)>& fn);
@@ -113,17 +138,23 @@ class RowStore {
 
  private:
   RowStore(std::shared_ptr<SharedDb> db, rocksdb::ColumnFamilyHandle* cf,
-           bool sync, std::string dir);
+           bool sync, std::string dir, const TableOptions& o);
+  std::string TempSstPath();
   rocksdb::DB* db() const;
   absl::Status PutEpoch(uint32_t epoch);
   absl::Status IngestSst(std::vector<std::pair<std::string, std::string>>& puts,
                          const std::vector<std::string>& deletes);
 
+  // Options SstFileWriter builds files with: the column family's (Bloom
+  // filters, no compression).
+  rocksdb::Options sst_options_;
+  std::atomic<uint64_t> next_file_{0};
   std::shared_ptr<SharedDb> shared_;
   rocksdb::ColumnFamilyHandle* const cf_;  // owned by shared_
   const bool sync_;
   std::atomic<uint32_t> epoch_{1};
   const std::string dir_;
+  const std::string tmp_dir_;  // <dir>/ingest-<table>
 };
 
 }  // namespace sampan

@@ -17,12 +17,13 @@
 // to the redo log (LSN order = apply order on every shard, because the
 // append happens under those locks), installs the rows as dirty, releases
 // the locks and only then waits for the log write (group commit). A flusher
-// thread writes each shard's dirty rows, its sequences and its applied LSN
-// as one WriteBatch without RocksDB's WAL: each shard in RocksDB is a
-// consistent cut "all records up to LSN L". Dirty rows are never evicted; a
+// thread writes every shard's dirty rows, sequences and applied LSN as one
+// sorted SST file it ingests (WriteBack::kSstFile; kMemtable: one WriteBatch
+// per shard without RocksDB's WAL): each shard in RocksDB is a consistent
+// cut "all records up to LSN L". Dirty rows are never evicted; a
 // shard whose dirty rows fill its budget is flushed by the pusher before the
 // ack (backpressure). Log segments below every shard's first unflushed LSN
-// are deleted once RocksDB has flushed its memtable. Opening replays the log
+// are deleted once RocksDB has the rows in files. Opening replays the log
 // records above each shard's cut.
 //
 // Rows a training pull creates before any push are the deterministic
@@ -106,6 +107,10 @@ struct Shard {
   absl::flat_hash_map<uint64_t, uint64_t> last_sequence ABSL_GUARDED_BY(mu);
   AdmissionFilter admission ABSL_GUARDED_BY(mu);
 
+  // --- Memory backend only: what the next delta snapshot holds ---
+  std::vector<uint8_t> changed ABSL_GUARDED_BY(mu);   // per slot: 1 = changed
+  std::vector<uint64_t> deleted ABSL_GUARDED_BY(mu);  // keys shrink removed
+
   // --- Redo log mode only ---
   // Serializes flushes of this shard, so they reach RocksDB in order. Taken
   // before mu, never while holding it.
@@ -172,6 +177,11 @@ class ShardedTable final : public SparseTable {
                         const float* values) override;
   TableStats Stats() const override;
 
+  // Memory backend: loads the full snapshot file (MemorySnapshotFile) into
+  // this empty table.
+  absl::Status LoadMemorySnapshot(const std::string& path);
+  std::string MemorySnapshotFile(const std::string& dir) const;
+
  private:
   std::vector<Group> GroupByShard(absl::Span<const uint64_t> keys) const;
   float* Find(Shard& sh, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
@@ -214,15 +224,29 @@ class ShardedTable final : public SparseTable {
   // Redo log mode (redo_table.cc).
   void MarkDirty(Shard& sh, uint32_t slot, uint64_t lsn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  // Marks the shard's dirty rows kFlushing and lists them in *slots; true
+  // when a record was applied since the last flush, so its cut (applied
+  // LSN and sequences) must be written with them.
+  bool TakeDirty(Shard& sh, std::vector<uint32_t>* slots)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   // Adds the shard's dirty rows, sequences and applied LSN to `wb` and marks
   // the rows kFlushing; EndFlush marks them clean (or dirty again on error).
   void BeginFlush(Shard& sh, uint32_t s, rocksdb::WriteBatch* wb,
                   std::vector<uint32_t>* slots)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  // The same into an SST round: rows copied to *copy, or (copy null, the
+  // shard lock held until the round is ingested) pointed at in the arena.
+  void BeginSstFlush(Shard& sh, uint32_t s, RowStore::SstRound* round,
+                     std::vector<uint32_t>* slots, std::vector<float>* copy)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  // WriteBack::kSstFile: writes the dirty rows and cuts of `shards` as one
+  // ingested file. Their flush_mu held; their shard locks too if `locked`.
+  absl::Status FlushRound(const std::vector<uint32_t>& shards, bool locked);
   void EndFlush(Shard& sh, const std::vector<uint32_t>& slots, bool ok)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   absl::Status FlushShard(uint32_t s);
   absl::Status FlushAllShards();
+  std::vector<uint32_t> AllShards() const;
   // The lowest LSN whose effects may not be in RocksDB yet.
   uint64_t UnflushedFrom();
   // Every row, sequence and cut durable in RocksDB's files; log emptied.
@@ -234,6 +258,12 @@ class ShardedTable final : public SparseTable {
   void FlusherLoop();
   void StopFlusher();
 
+  // Memory backend snapshots (memory_snapshot.cc), every shard lock held.
+  // Writes all rows (full) or the rows changed and deleted since the last
+  // snapshot, and every writer's sequence; ends the epoch.
+  absl::Status WriteMemorySnapshot(const std::string& path, bool full);
+  absl::Status ApplyMemoryDelta(const std::string& path);
+
   const TableOptions o_;
   const CtrAccessor acc_;
   const uint32_t stride_;
@@ -242,6 +272,10 @@ class ShardedTable final : public SparseTable {
   std::deque<Shard> shards_;  // deque: Shard holds a mutex and cannot move
   std::atomic<uint64_t> evictions_{0}, rejected_{0}, unadmitted_{0},
       duplicates_{0}, shrunk_{0}, flushed_rows_{0};
+
+  // Memory backend: the epoch the next snapshot ends (RowStore keeps the
+  // RocksDB backend's). Changed with every shard lock held.
+  std::atomic<uint64_t> memory_epoch_{1};
 
   std::unique_ptr<RedoLog> log_;  // redo log mode only
   std::thread flusher_;

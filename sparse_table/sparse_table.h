@@ -44,6 +44,12 @@ enum class DurabilityLog {
   kRedoLog,     // each push is one record in our log (<data_dir>/redo-<table>);
                 // dirty rows are written to RocksDB in the background
 };
+enum class WriteBack {
+  kSstFile,   // each flush round of dirty rows is written as one sorted SST
+              // file and ingested (no memtable insert per row)
+  kMemtable,  // each shard's dirty rows go into RocksDB's memtable as one
+              // WriteBatch without its WAL, flushed to files later
+};
 enum class NonFinitePolicy {
   kRejectBatch,  // a NaN/Inf gradient fails the whole push; nothing applied
   kSkipKey,      // only the keys with NaN/Inf gradients are skipped
@@ -70,6 +76,8 @@ struct TableOptions {
   DurabilityLog durability_log = DurabilityLog::kRedoLog;
   // Redo log: dirty rows reach RocksDB at least this often.
   uint32_t flush_interval_ms = 500;
+  // Redo log: how dirty rows are written back to RocksDB.
+  WriteBack write_back = WriteBack::kSstFile;
   // Redo log: past this many bytes of log, RocksDB writes its memtable to
   // files and the log below the flushed rows is deleted. Bounds recovery.
   uint64_t redo_log_bytes = 256ull << 20;
@@ -198,12 +206,15 @@ class SparseTable {
   // for the memory backend.
   virtual absl::Status Flush() = 0;
 
-  // Snapshots (RocksDB backend; Unimplemented for the memory backend). Each
-  // snapshot ends an epoch; pushes wait while one starts.
+  // Snapshots. Each snapshot ends an epoch; pushes wait while one starts
+  // (memory backend: while it is written).
   //
-  // Full: a self-contained copy of the whole pserver database (hard links
-  // where possible) in `dir`, which must not exist. Restore it with
-  // RestoreSnapshot, then ApplyDelta the deltas taken after it, in order.
+  // Full: RocksDB, a self-contained copy of the whole pserver database (hard
+  // links where possible) in `dir`, which must not exist; memory, the file
+  // <dir>/<table_name>.snapshot of every row and sequence (AlreadyExists if
+  // there). Restore it with RestoreSnapshot into the table's data_dir (a
+  // memory table opened by NewTable loads the file it finds there), then
+  // ApplyDelta the deltas taken after it, in order.
   virtual absl::Status Snapshot(const std::string& dir) = 0;
   // Delta: the rows changed and deleted since the previous snapshot (full or
   // delta) and every writer's sequence, in the file `path` (format in

@@ -92,8 +92,11 @@ uint32_t ShardedTable::Insert(Shard& sh, uint64_t key, bool may_grow) {
     if (store_ != nullptr) {
       sh.referenced.push_back(0);
       sh.state.push_back(kClean);
+    } else {
+      sh.changed.push_back(1);
     }
   }
+  if (store_ == nullptr) sh.changed[slot] = 1;
   sh.slot_key[slot] = key;
   if (store_ != nullptr) sh.referenced[slot] = 1;
   sh.index.Insert(key, slot);
@@ -127,6 +130,7 @@ void ShardedTable::Remove(Shard& sh, uint64_t key) {
   ++sh.evict_epoch;
   sh.free_slots.push_back(slot);
   if (store_ != nullptr) sh.referenced[slot] = 0;
+  if (store_ == nullptr) sh.deleted.push_back(key);  // for the next delta
 }
 
 void ShardedTable::LockAll() {

@@ -25,6 +25,7 @@ absl::StatusOr<uint64_t> ShardedTable::Shrink() {
         const uint64_t key = sh.slot_key[slot];
         if (sh.index.Find(key) != slot) continue;
         if (acc_.Shrink(sh.rows[slot])) doomed.push_back(key);
+        sh.changed[slot] = 1;  // decayed and aged
       }
       for (uint64_t key : doomed) Remove(sh, key);
       deleted += doomed.size();
@@ -50,7 +51,21 @@ absl::StatusOr<uint64_t> ShardedTable::Shrink() {
 }
 
 absl::Status ShardedTable::Snapshot(const std::string& dir) {
-  if (!store_) return absl::UnimplementedError("memory table snapshot");
+  if (!store_) {
+    std::error_code ec;
+    if (std::filesystem::exists(MemorySnapshotFile(dir), ec)) {
+      return absl::AlreadyExistsError(MemorySnapshotFile(dir));
+    }
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::UnavailableError(
+          absl::StrCat("create ", dir, ": ", ec.message()));
+    }
+    LockAll();
+    absl::Status st = WriteMemorySnapshot(MemorySnapshotFile(dir), true);
+    UnlockAll();
+    return st;
+  }
   absl::Status st = PersistAndLockAll();
   if (st.ok()) st = store_->Checkpoint(dir);
   ReleaseAll();
@@ -58,7 +73,12 @@ absl::Status ShardedTable::Snapshot(const std::string& dir) {
 }
 
 absl::Status ShardedTable::DeltaSnapshot(const std::string& path) {
-  if (!store_) return absl::UnimplementedError("memory table snapshot");
+  if (!store_) {
+    LockAll();
+    absl::Status st = WriteMemorySnapshot(path, false);
+    UnlockAll();
+    return st;
+  }
   absl::Status st = PersistAndLockAll();
   absl::StatusOr<RowStore::DeltaToken> token =
       st.ok() ? store_->BeginDelta() : st;
@@ -68,7 +88,7 @@ absl::Status ShardedTable::DeltaSnapshot(const std::string& path) {
 }
 
 absl::Status ShardedTable::ApplyDelta(const std::string& path) {
-  if (!store_) return absl::UnimplementedError("memory table delta");
+  if (!store_) return ApplyMemoryDelta(path);
   absl::Status st = PersistAndLockAll();
   if (st.ok()) st = store_->ApplyDelta(path);
   if (st.ok()) st = LoadSequences();
@@ -95,6 +115,7 @@ absl::Status ShardedTable::BulkLoad(absl::Span<const uint64_t> keys,
       Shard& sh = shards_[ShardOf(key, o_.num_shards)];
       float* dst = Find(sh, key);
       if (dst == nullptr) dst = sh.rows[Insert(sh, key, true)];
+      sh.changed[sh.index.Find(key)] = 1;
       std::memcpy(dst, row.data(), stride_ * sizeof(float));
     }
   } else {
@@ -114,6 +135,7 @@ TableStats ShardedTable::Stats() const {
     stats.memory_bytes += sh.rows.bytes() + sh.slot_key.bytes() +
                           sh.index.bytes() + sh.referenced.capacity() +
                           sh.free_slots.capacity() * 4 + sh.state.capacity() +
+                          sh.changed.capacity() + sh.deleted.capacity() * 8 +
                           sh.admission.memory_bytes();
     stats.dirty_rows += sh.unclean;
   }
@@ -156,7 +178,16 @@ absl::StatusOr<std::unique_ptr<SparseTable>> NewTable(
     return absl::InvalidArgumentError("num_shards must be at least 1");
   }
   if (options.backend == Backend::kRocksDb) return NewRocksDbTable(options);
-  return NewMemoryTable(options);
+  auto table = std::make_unique<ShardedTable>(options, nullptr);
+  // A snapshot RestoreSnapshot put in data_dir is the table's content.
+  std::error_code ec;
+  const std::string snapshot = table->MemorySnapshotFile(options.data_dir);
+  if (!options.data_dir.empty() && std::filesystem::exists(snapshot, ec)) {
+    if (absl::Status st = table->LoadMemorySnapshot(snapshot); !st.ok()) {
+      return st;
+    }
+  }
+  return table;
 }
 
 absl::Status RestoreSnapshot(const std::string& snapshot_dir,
