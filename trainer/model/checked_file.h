@@ -76,7 +76,8 @@ class BodyReader {
   bool GetArray(size_t n, std::vector<T>* v) {
     if (size_t(end_ - p_) / sizeof(T) < n) return false;
     v->resize(n);
-    std::memcpy(v->data(), p_, n * sizeof(T));
+    // An empty vector's data() may be null, which memcpy must not see.
+    if (n > 0) std::memcpy(v->data(), p_, n * sizeof(T));
     p_ += n * sizeof(T);
     return true;
   }
