@@ -51,6 +51,7 @@ TEST(PullResponseWriterTest, IsThePullResponseEncoding) {
     ASSERT_EQ(parsed.values().size(), keys * 16 * sizeof(float));
     std::vector<float> want(keys * 16);
     for (size_t i = 0; i < want.size(); ++i) want[i] = i * 0.5f;
+    if (want.empty()) continue;  // memcmp must not see its null data()
     EXPECT_EQ(std::memcmp(parsed.values().data(), want.data(),
                           parsed.values().size()),
               0);
