@@ -129,10 +129,11 @@ fi
 
 # 6. Checkpoints every second in a hybrid job (checkpoint_at_step).
 job="$TMP/ckpt"
-# Long enough (~350 steps) that the step announced ~3 s ahead comes before
-# the end of the input: a round every rank reaches finished is abandoned.
+# Long enough (3 epochs, ~1,050 steps per rank) that the step announced
+# ~3 s of steps ahead comes before the end of the input even on a fast,
+# idle machine: a round every rank reaches finished is abandoned.
 write_config "$job" 2 "type: DNN" 400000
-sed -i 's/^table: {/table: {backend: ROCKSDB, /; s/batch_size: 1024/batch_size: 512/' "$job.yaml"
+sed -i 's/^table: {/table: {backend: ROCKSDB, /; s/^  batch_size: 1024$/  batch_size: 512\n  epochs: 3/' "$job.yaml"
 echo "checkpoint: {every_seconds: 1, keep: 2}" >> "$job.yaml"
 out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
 taken=$(grep -c "complete in" "$job/logs/coordinator.log")
