@@ -2,10 +2,11 @@
 // in-process table (trainer/local_trainer.h) on data.train_files[0], testing
 // on data.test_files[0] or, without one, on the last
 // data.holdout_fraction of the training file; with data.validation_fraction
-// the tail of the training part is a validation set for early stopping. Prints the test metrics and
-// writes them to <output_dir>/result.txt like `sampan run`, and the curves
-// (ten test evaluations during training) to <output_dir>/report.html, and
-// exports the model to <output_dir>/model (model_export.h) for `sampan eval`.
+// the tail of the training part is a validation set for early stopping. Prints
+// the test metrics and writes them to <output_dir>/result.txt like `sampan
+// run`, and the curves (ten test evaluations during training) to
+// <output_dir>/report.html, and exports the model to <output_dir>/model
+// (model_export.h) for `sampan eval`.
 #ifndef SAMPAN_TRAINER_LOCAL_JOB_H_
 #define SAMPAN_TRAINER_LOCAL_JOB_H_
 
