@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/thread_priority.h"
 #include "sparse_table/sharded_table.h"
 
 namespace sampan {
@@ -231,6 +232,11 @@ absl::Status ShardedTable::Flush() {
 }
 
 void ShardedTable::FlusherLoop() {
+  // Write-back can wait, pulls cannot: when the cores are busy, a waking
+  // pull preempts this thread. Backpressure keeps it from falling behind
+  // for good: a shard whose dirty rows fill its budget is flushed by the
+  // pusher itself, at normal priority.
+  SetCurrentThreadNice(kBackgroundNice);
   std::unique_lock<std::mutex> lock(flusher_mu_);
   while (!stop_) {
     flusher_cv_.wait_for(lock, std::chrono::milliseconds(o_.flush_interval_ms),

@@ -1,0 +1,25 @@
+// Scheduling priority of background threads.
+//
+// A pserver's background work (writing dirty rows back to RocksDB, RocksDB's
+// own flushes and compactions) can wait; a trainer's Pull cannot. On a busy
+// machine the kernel shares the cores by weight, so background threads run
+// with a higher nice value: they still get the idle CPU, but a pull thread
+// that wakes up preempts them instead of queueing behind a whole write-back
+// round.
+#ifndef SAMPAN_COMMON_THREAD_PRIORITY_H_
+#define SAMPAN_COMMON_THREAD_PRIORITY_H_
+
+namespace sampan {
+
+// Nice value of background threads: weight 110 against 1024 for nice 0, so
+// under contention they get about a tenth of a core's share, and all of it
+// when the foreground is idle.
+inline constexpr int kBackgroundNice = 10;
+
+// Sets the calling thread's (not the process's) nice value. Raising it needs
+// no privilege; a failure is ignored, since only latency suffers.
+void SetCurrentThreadNice(int nice);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_COMMON_THREAD_PRIORITY_H_
