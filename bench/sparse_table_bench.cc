@@ -20,6 +20,7 @@
 // so hot keys spread over shards as feature signs do. Single thread.
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -99,6 +100,16 @@ long PeakRssKb() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss;
+}
+
+// Resident set now, from /proc/self/statm (pages).
+long RssKb() {
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
+  std::fclose(f);
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 // The memory limit: gather rows of pull_dim floats from a flat_hash_map
@@ -223,6 +234,9 @@ int Main(int argc, char** argv) {
     std::printf("log=%s durability=%s ", log.c_str(),
                 o.durability == Durability::kSync ? "sync" : "wal");
   }
+  // What the process holds before the table exists (binary, libraries, the
+  // key batches): peak_rss_mb minus this is the table's own footprint.
+  const long baseline_kb = RssKb();
   auto table = NewTable(o);
   if (!table.ok()) return 1;
   SparseTable& t = **table;
@@ -243,9 +257,12 @@ int Main(int argc, char** argv) {
     const double cold = PullRate(t, w.uniform);
     std::printf(
         "uniform_pull_rows_per_s=%.0f budget_mb=%.1f "
-        "table_mb=%.1f peak_rss_mb=%.1f evictions=%llu\n",
+        "table_mb=%.1f peak_rss_mb=%.1f baseline_rss_mb=%.1f "
+        "table_peak_rss_mb=%.1f evictions=%llu\n",
         cold, o.hot_tier_bytes / 1048576.0, table_bytes / 1048576.0,
-        PeakRssKb() / 1024.0, (unsigned long long)t.Stats().evictions);
+        PeakRssKb() / 1024.0, baseline_kb / 1024.0,
+        (PeakRssKb() - baseline_kb) / 1024.0,
+        (unsigned long long)t.Stats().evictions);
     table->reset();
     std::filesystem::remove_all(o.data_dir);
   }

@@ -86,7 +86,8 @@ TableOptions CaseOptions(const std::string& which, const std::string& dir) {
   } else {
     o.flush_interval_ms = 1;   // shards flushed at different LSNs
     o.redo_log_bytes = 20000;  // memtable flushes and log deletions too
-    o.hot_tier_bytes = 1;      // and eviction under backpressure
+    o.hot_tier_bytes = 1;      // and eviction under backpressure, and
+                               // write-back rounds of one file per shard
   }
   if (which == "partial_memtable") o.write_back = WriteBack::kMemtable;
   return o;

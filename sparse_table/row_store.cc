@@ -179,28 +179,37 @@ RowStore::~RowStore() = default;
 
 rocksdb::DB* RowStore::db() const { return shared_->db.get(); }
 
+// Reads in chunks: RocksDB pins every data block a MultiGet touches until
+// the call returns, and a batch of 4,096 cold keys touches ~4,096 blocks
+// (16 MiB, measured with heaptrack) that no memory budget counts. 256 keys
+// pin at most 1 MiB and still fill RocksDB's internal batches of 32.
 absl::Status RowStore::MultiGet(absl::Span<const uint64_t> keys,
                                 std::vector<std::string>* values) {
-  const size_t n = keys.size();
-  std::vector<std::string> encoded(n);
-  std::vector<rocksdb::Slice> slices(n);
-  for (size_t i = 0; i < n; ++i) {
-    encoded[i] = RowKey(keys[i]);
-    slices[i] = encoded[i];
-  }
-  std::vector<rocksdb::PinnableSlice> found(n);
-  std::vector<rocksdb::Status> statuses(n);
-  db()->MultiGet(rocksdb::ReadOptions(), cf_, n, slices.data(), found.data(),
-                 statuses.data());
-  values->resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (statuses[i].IsNotFound()) {
-      (*values)[i].clear();
-    } else if (!statuses[i].ok()) {
-      return FromRocks(statuses[i], "MultiGet");
-    } else {
-      if (found[i].size() < 4) return absl::DataLossError("short row");
-      (*values)[i].assign(found[i].data(), found[i].size() - 4);
+  constexpr size_t kChunk = 256;
+  values->resize(keys.size());
+  std::string encoded[kChunk];
+  rocksdb::Slice slices[kChunk];
+  rocksdb::PinnableSlice found[kChunk];
+  rocksdb::Status statuses[kChunk];
+  for (size_t at = 0; at < keys.size(); at += kChunk) {
+    const size_t n = std::min(kChunk, keys.size() - at);
+    for (size_t i = 0; i < n; ++i) {
+      encoded[i] = RowKey(keys[at + i]);
+      slices[i] = encoded[i];
+      found[i].Reset();
+    }
+    db()->MultiGet(rocksdb::ReadOptions(), cf_, n, slices, found, statuses);
+    for (size_t i = 0; i < n; ++i) {
+      std::string& value = (*values)[at + i];
+      if (statuses[i].IsNotFound()) {
+        value.clear();
+      } else if (!statuses[i].ok()) {
+        return FromRocks(statuses[i], "MultiGet");
+      } else {
+        if (found[i].size() < 4) return absl::DataLossError("short row");
+        value.assign(found[i].data(), found[i].size() - 4);
+      }
+      found[i].Reset();  // unpins the block
     }
   }
   return absl::OkStatus();

@@ -245,6 +245,9 @@ class ShardedTable final : public SparseTable {
   void EndFlush(Shard& sh, const std::vector<uint32_t>& slots, bool ok)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   absl::Status FlushShard(uint32_t s);
+  // Shards grouped in order so that each group's dirty rows, copied out for
+  // one SST file, stay within round_copy_bytes_ (a shard alone may pass it).
+  std::vector<std::vector<uint32_t>> SstRounds();
   absl::Status FlushAllShards();
   std::vector<uint32_t> AllShards() const;
   // The lowest LSN whose effects may not be in RocksDB yet.
@@ -269,7 +272,8 @@ class ShardedTable final : public SparseTable {
   const uint32_t stride_;
   const std::unique_ptr<RowStore> store_;  // null for the memory backend
   uint64_t max_slots_;                     // per shard
-  std::deque<Shard> shards_;  // deque: Shard holds a mutex and cannot move
+  uint64_t round_copy_bytes_;  // budget of one write-back file's row copy
+  std::deque<Shard> shards_;   // deque: Shard holds a mutex and cannot move
   std::atomic<uint64_t> evictions_{0}, rejected_{0}, unadmitted_{0},
       duplicates_{0}, shrunk_{0}, flushed_rows_{0};
 

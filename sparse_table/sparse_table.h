@@ -70,7 +70,8 @@ struct TableOptions {
   std::string table_name = "table0";
   // RocksDB: the table's memory budget. Half holds decoded hot rows (past
   // it, rows are dropped from memory only: RocksDB already has them), up to
-  // a quarter RocksDB's memtables, an eighth its block cache.
+  // a quarter RocksDB's memtables, an eighth its block cache, an eighth the
+  // copy of dirty rows one write-back file is written from.
   uint64_t hot_tier_bytes = 256ull << 20;
   Durability durability = Durability::kWal;
   DurabilityLog durability_log = DurabilityLog::kRedoLog;

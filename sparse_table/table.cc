@@ -19,11 +19,15 @@ ShardedTable::ShardedTable(const TableOptions& o,
   }
   // Row, key, CLOCK bit, slot state and ~7 bytes of index per hot row; half
   // of the budget (RowStore gives RocksDB's memtables and cache the rest).
+  // An eighth bounds the dirty rows one write-back file copies out.
   const uint64_t slot_bytes = stride_ * sizeof(float) + 8 + 1 + 1 + 7;
   max_slots_ = store_ == nullptr
                    ? kNoSlot
                    : std::max<uint64_t>(
                          16, o.hot_tier_bytes / 2 / o.num_shards / slot_bytes);
+  // No floor: the crash tests' tiny budgets then write a file per shard,
+  // and a death between them leaves shards at different cuts.
+  round_copy_bytes_ = std::max<uint64_t>(1, o.hot_tier_bytes / 8);
 }
 
 ShardedTable::~ShardedTable() {
