@@ -5,6 +5,7 @@
 #define SAMPAN_CLI_PROGRESS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/time/time.h"
 #include "proto/coordinator.pb.h"
@@ -15,7 +16,14 @@ namespace sampan {
 class ProgressPrinter {
  public:
   explicit ProgressPrinter(const JobConfig& config);
+  // Prints the line for `status` now.
   void Update(const coord::JobStatusResponse& status);
+  // The line for `status` seen at `now`; the next line's rate and loss are
+  // taken over the examples trained after this one. When no example was
+  // trained in between (a stall, or the end of training), the loss shown is
+  // the last one measured, and once every trainer is done the rate is the
+  // job's average.
+  std::string Render(const coord::JobStatusResponse& status, absl::Time now);
   // Ends the in-place line, if one was drawn.
   void Finish();
 
@@ -25,6 +33,7 @@ class ProgressPrinter {
   absl::Time last_time_;
   uint64_t last_examples_ = 0;
   double last_loss_sum_ = 0;
+  double shown_loss_ = 0;
   absl::Time first_progress_ = absl::InfinitePast();
 };
 

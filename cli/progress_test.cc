@@ -1,0 +1,52 @@
+#include "cli/progress.h"
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+coord::JobStatusResponse Status(uint64_t examples, double loss_sum,
+                                double fraction) {
+  coord::JobStatusResponse s;
+  coord::TrainerProgress* t = s.add_trainers();
+  t->set_examples(examples);
+  t->set_loss_sum(loss_sum);
+  t->set_train_auc(0.75);
+  t->set_fraction_done(fraction);
+  return s;
+}
+
+TEST(ProgressTest, RateAndLossAreOverTheExamplesSinceTheLastLine) {
+  ProgressPrinter p{JobConfig()};
+  const absl::Time t0 = absl::Now();
+  p.Render(Status(0, 0, 0), t0);
+  const std::string line =
+      p.Render(Status(1000, 500, 0.5), t0 + absl::Seconds(1));
+  EXPECT_NE(
+      line.find(" 50.0% |     1000 examples/s | loss 0.5000 | auc 0.7500"),
+      std::string::npos)
+      << line;
+  EXPECT_NE(line.find("eta 0:01"), std::string::npos) << line;
+}
+
+TEST(ProgressTest, NoNewExamplesKeepsTheLastLossAndAFinishedJobItsAverage) {
+  ProgressPrinter p{JobConfig()};
+  const absl::Time t0 = absl::Now();
+  p.Render(Status(0, 0, 0), t0);
+  p.Render(Status(1000, 400, 0.5), t0 + absl::Seconds(1));
+  // A stall: nothing trained, the rate is 0 but the loss is not.
+  std::string line = p.Render(Status(1000, 400, 0.5), t0 + absl::Seconds(2));
+  EXPECT_NE(line.find("       0 examples/s | loss 0.4000"), std::string::npos)
+      << line;
+  line = p.Render(Status(2000, 900, 1.0), t0 + absl::Seconds(3));
+  EXPECT_NE(line.find("loss 0.5000"), std::string::npos) << line;
+  // Done: the final line shows the job's average rate, not 0.
+  line = p.Render(Status(2000, 900, 1.0), t0 + absl::Seconds(5));
+  EXPECT_NE(line.find("100.0% |      400 examples/s | loss 0.5000"),
+            std::string::npos)
+      << line;
+}
+
+}  // namespace
+}  // namespace sampan
