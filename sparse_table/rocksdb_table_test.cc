@@ -129,6 +129,34 @@ TEST_P(RocksDbTableTest, MatchesMemoryBackendWithSmallHotTier) {
   }
 }
 
+// The memory backend applies pushes in place, RocksDB's through a scratch
+// copy: both must count and apply duplicates, admission and replays alike.
+TEST_P(RocksDbTableTest, MatchesMemoryBackendWithAdmissionAndReplays) {
+  TableOptions o = Options(FreshDir("match_admit"), OptimizerRule::kAdagrad, 2);
+  o.admit_after_pushes = 3;
+  auto rocks = Open(o);
+  auto mem = NewMemoryTable(o);
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<uint64_t> key(0, 299);
+  uint64_t seq = 0;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<uint64_t> keys(120);
+    for (auto& k : keys) k = key(rng);  // duplicates within a push too
+    // Every fourth round resends the previous push (a client retry).
+    const uint64_t s = round % 4 == 3 ? seq : ++seq;
+    auto r = PushOnes(*rocks, keys, 9, s, round % 2 ? 1.0f : -0.5f);
+    auto m = PushOnes(*mem, keys, 9, s, round % 2 ? 1.0f : -0.5f);
+    ASSERT_TRUE(r.ok() && m.ok());
+    EXPECT_EQ(m->applied_keys, r->applied_keys) << "round " << round;
+    EXPECT_EQ(m->unadmitted_keys, r->unadmitted_keys) << "round " << round;
+    EXPECT_EQ(m->duplicate_keys, r->duplicate_keys) << "round " << round;
+  }
+  const auto all = Range(0, 300);
+  EXPECT_EQ(PullAll(*rocks, all), PullAll(*mem, all));
+  EXPECT_GT(mem->Stats().unadmitted_keys, 0u);
+  EXPECT_GT(mem->Stats().duplicate_keys, 0u);
+}
+
 TEST_P(RocksDbTableTest, ShrinkDeletesDurably) {
   const std::string dir = FreshDir("shrink");
   TableOptions o = Options(dir, OptimizerRule::kSgd, 2);

@@ -219,6 +219,9 @@ class ShardedTable final : public SparseTable {
   // Flushes the live shards whose dirty rows reached their budget and
   // trims the ones a push grew past it.
   absl::Status Backpressure(const PushWork& w);
+  // Memory backend: the whole push, applied in place.
+  void PushInMemory(const PushBatch& b, const std::vector<uint8_t>& skip,
+                    PushResult& result);
   void TrimToBudget(Shard& sh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
 
   // Redo log mode (redo_table.cc).
