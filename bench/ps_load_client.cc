@@ -23,6 +23,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/flags.h"
 #include "sparse_table/sparse_table.h"
@@ -168,6 +169,8 @@ int Run(const Flags& flags) {
 }  // namespace sampan
 
 int main(int argc, char** argv) {
+  // As `sampan` does (cli/main.cc): no deadlock graph on gRPC's locks.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   auto flags = sampan::Flags::Parse(
       argc, argv, 1,
       {"pservers", "batch", "dim", "seconds", "target_keys_per_sec", "mode",

@@ -72,6 +72,10 @@ rocksdb::ColumnFamilyOptions CfOptions(const TableOptions& o) {
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   cf.write_buffer_size = eighth;
   cf.max_write_buffer_number = 2;
+  // A compaction holds a hash of every key of the file it writes until the
+  // file's Bloom filter is built: files of an eighth of the budget keep
+  // that within it (the default 64 MiB files held ~5 MB apiece, 2 at once).
+  cf.target_file_size_base = eighth;
   // A push looks up every key it changes, and new keys miss: a memtable
   // Bloom filter answers those misses without walking the skiplist.
   cf.memtable_whole_key_filtering = true;

@@ -1,5 +1,6 @@
 #include "trainer/client/push_queue.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -9,16 +10,62 @@
 namespace sampan {
 
 void MergedPush::Clear() {
-  // The next batch is likely as large as this one: keep the index's capacity
-  // (clear() frees a large table), so that merging does not rehash as it
-  // grows. Growing it was the client's largest hash-table cost.
-  const size_t n = index.size();
+  // The next merge is likely as large as this one: size the index for it
+  // up front (clear() frees a large table), so that merging does not rehash
+  // as it grows. Growing it was the client's largest hash-table cost.
+  index_hint = std::max(index_hint, index.size());
   index.clear();
-  index.reserve(n);
+  indexed = 0;
   keys.clear();
   grads.clear();
   shows.clear();
   clicks.clear();
+}
+
+void MergedPush::Append(absl::Span<const uint64_t> in_keys,
+                        const float* in_grads, const float* in_shows,
+                        const float* in_clicks,
+                        const std::vector<uint32_t>& positions, uint32_t dim) {
+  keys.reserve(keys.size() + positions.size());
+  grads.reserve(grads.size() + positions.size() * dim);
+  for (uint32_t i : positions) {
+    AppendOne(in_keys[i], in_grads + size_t{i} * dim, in_shows[i], in_clicks[i],
+              dim);
+  }
+}
+
+void MergedPush::AppendOne(uint64_t key, const float* grad, float show,
+                           float click, uint32_t dim) {
+  keys.push_back(key);
+  grads.insert(grads.end(), grad, grad + dim);
+  shows.push_back(show);
+  clicks.push_back(click);
+}
+
+void MergedPush::Merge(absl::Span<const uint64_t> in_keys,
+                       const float* in_grads, const float* in_shows,
+                       const float* in_clicks,
+                       const std::vector<uint32_t>& positions, uint32_t dim) {
+  // A key appended twice unindexed keeps both entries (the first one takes
+  // later merges); the pserver sums them.
+  if (indexed == 0) index.reserve(std::max(index_hint, keys.size()));
+  for (; indexed < keys.size(); ++indexed) {
+    index.try_emplace(keys[indexed], uint32_t(indexed));
+  }
+  for (uint32_t i : positions) {
+    auto [it, inserted] = index.try_emplace(in_keys[i], uint32_t(size()));
+    if (inserted) {
+      AppendOne(in_keys[i], in_grads + size_t{i} * dim, in_shows[i],
+                in_clicks[i], dim);
+      ++indexed;
+      continue;
+    }
+    float* merged = &grads[size_t{it->second} * dim];
+    const float* g = in_grads + size_t{i} * dim;
+    for (uint32_t f = 0; f < dim; ++f) merged[f] += g[f];
+    shows[it->second] += in_shows[i];
+    clicks[it->second] += in_clicks[i];
+  }
 }
 
 PushQueue::PushQueue(const PsClientOptions& options, int pserver,
@@ -55,21 +102,11 @@ absl::Status PushQueue::Add(absl::Span<const uint64_t> keys, const float* grads,
                      absl::FormatDuration(options_.retry_timeout)));
   }
   if (!error_.ok()) return error_;
-  if (pending_.size() == 0) pending_.oldest = absl::Now();
-  for (uint32_t i : positions) {
-    auto [it, inserted] = pending_.index.try_emplace(keys[i], pending_.size());
-    if (inserted) {
-      pending_.keys.push_back(keys[i]);
-      pending_.grads.insert(pending_.grads.end(), grads + size_t{i} * dim,
-                            grads + size_t{i + 1} * dim);
-      pending_.shows.push_back(shows[i]);
-      pending_.clicks.push_back(clicks[i]);
-      continue;
-    }
-    float* merged = &pending_.grads[size_t{it->second} * dim];
-    for (uint32_t f = 0; f < dim; ++f) merged[f] += grads[size_t{i} * dim + f];
-    pending_.shows[it->second] += shows[i];
-    pending_.clicks[it->second] += clicks[i];
+  if (pending_.size() == 0) {
+    pending_.oldest = absl::Now();
+    pending_.Append(keys, grads, shows, clicks, positions, dim);
+  } else {
+    pending_.Merge(keys, grads, shows, clicks, positions, dim);
   }
   metrics_.pending_keys->Set(pending_.size());
   lock.unlock();

@@ -30,14 +30,30 @@
 namespace sampan {
 
 // Gradients merged per key: keys[i] owns grads[i*dim .. (i+1)*dim).
+// `index` maps the first `indexed` keys to their entries. It is built only
+// once a second batch is merged in: the first is appended as it came (its
+// keys are unique when the caller deduplicated them, and a key listed twice
+// is still summed by the pserver), and most batches reach the sender alone.
 struct MergedPush {
   absl::flat_hash_map<uint64_t, uint32_t> index;
+  size_t indexed = 0;
+  size_t index_hint = 0;  // the largest index so far: reserved up front
   std::vector<uint64_t> keys;
   std::vector<float> grads, shows, clicks;
   absl::Time oldest;  // when the first gradient in here was queued
 
   size_t size() const { return keys.size(); }
   void Clear();
+  // Appends the rows at `positions` without looking for their keys.
+  void Append(absl::Span<const uint64_t> keys, const float* grads,
+              const float* shows, const float* clicks,
+              const std::vector<uint32_t>& positions, uint32_t dim);
+  // Adds them to the entries of their keys, appending keys not yet here.
+  void Merge(absl::Span<const uint64_t> keys, const float* grads,
+             const float* shows, const float* clicks,
+             const std::vector<uint32_t>& positions, uint32_t dim);
+  void AppendOne(uint64_t key, const float* grad, float show, float click,
+                 uint32_t dim);
 };
 
 class PushQueue {
