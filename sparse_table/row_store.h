@@ -152,6 +152,9 @@ class RowStore {
   std::shared_ptr<SharedDb> shared_;
   rocksdb::ColumnFamilyHandle* const cf_;  // owned by shared_
   const bool sync_;
+  // Row reads: fill the block cache only when it was sized on purpose
+  // (TableOptions::block_cache_bytes).
+  rocksdb::ReadOptions row_reads_;
   std::atomic<uint32_t> epoch_{1};
   const std::string dir_;
   const std::string tmp_dir_;  // <dir>/ingest-<table>

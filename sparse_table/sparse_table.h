@@ -70,8 +70,10 @@ struct TableOptions {
   std::string table_name = "table0";
   // RocksDB: the table's memory budget. Half holds decoded hot rows (past
   // it, rows are dropped from memory only: RocksDB already has them), up to
-  // a quarter RocksDB's memtables, an eighth its block cache, an eighth the
-  // copy of dirty rows one write-back file is written from.
+  // a quarter RocksDB's memtables, an eighth the copy of dirty rows one
+  // write-back file is written from; the last eighth is headroom for what
+  // RocksDB holds outside its caches (SST index and filter blocks,
+  // compaction buffers).
   uint64_t hot_tier_bytes = 256ull << 20;
   Durability durability = Durability::kWal;
   DurabilityLog durability_log = DurabilityLog::kRedoLog;
@@ -82,8 +84,10 @@ struct TableOptions {
   // Redo log: past this many bytes of log, RocksDB writes its memtable to
   // files and the log below the flushed rows is deleted. Bounds recovery.
   uint64_t redo_log_bytes = 256ull << 20;
-  // RocksDB: block cache for cold reads (0 = an eighth of hot_tier_bytes,
-  // between 1 and 64 MiB).
+  // RocksDB: a block cache that row reads fill, on top of the budget. 0 =
+  // none to speak of (1 MiB, not filled by row reads): the hot tier already
+  // caches decoded rows, and a cached 4 KiB block holds one cold ~100-byte
+  // row for 40x its size.
   uint64_t block_cache_bytes = 0;
 
   // --- Optimizer rule, applied per row ---

@@ -18,8 +18,8 @@ ShardedTable::ShardedTable(const TableOptions& o,
     shards_.emplace_back(o, s + 1, stride_);
   }
   // Row, key, CLOCK bit, slot state and ~7 bytes of index per hot row; half
-  // of the budget (RowStore gives RocksDB's memtables and cache the rest).
-  // An eighth bounds the dirty rows one write-back file copies out.
+  // of the budget (sparse_table.h). An eighth bounds the dirty rows one
+  // write-back file copies out.
   const uint64_t slot_bytes = stride_ * sizeof(float) + 8 + 1 + 1 + 7;
   max_slots_ = store_ == nullptr
                    ? kNoSlot
