@@ -6,7 +6,7 @@
 //   sparse_table_bench --case=hashmap|memory|hot|cold --dim=16 --rows=1000000
 //                      [--batch=4096 --batches=200 --dir=/tmp/stb]
 //                      [--log=redo|redo_memtable|rocksdb_wal]
-//                      [--durability=wal|sync]
+//                      [--durability=wal|sync] [--settle_seconds=0]
 //
 // --log picks the RocksDB backend's durability log (redo_memtable: the redo
 // log writing back through the memtable, not SST files). Durable push figures:
@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -191,9 +192,9 @@ PushRates PushRate(SparseTable& t,
 }
 
 int Main(int argc, char** argv) {
-  auto flags = Flags::Parse(
-      argc, argv, 1,
-      {"case", "dim", "rows", "batch", "batches", "dir", "log", "durability"});
+  auto flags = Flags::Parse(argc, argv, 1,
+                            {"case", "dim", "rows", "batch", "batches", "dir",
+                             "log", "durability", "settle_seconds"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;
@@ -203,6 +204,7 @@ int Main(int argc, char** argv) {
   const uint64_t rows = *flags->GetInt("rows", 1000000);
   const int batch = *flags->GetInt("batch", 4096);
   const int batches = *flags->GetInt("batches", 200);
+  const int settle_seconds = *flags->GetInt("settle_seconds", 0);
   const Workload w = MakeWorkload(rows, batch, batches);
 
   TableOptions o;
@@ -254,6 +256,9 @@ int Main(int argc, char** argv) {
     const TableStats s = t.Stats();
     std::printf("bytes_per_row=%.1f\n", double(s.memory_bytes) / s.rows);
   } else {
+    // --settle_seconds: let the compactions of the phases above finish
+    // first, so the cold pull measures reads, not reads beside compaction.
+    std::this_thread::sleep_for(std::chrono::seconds(settle_seconds));
     const double cold = PullRate(t, w.uniform);
     std::printf(
         "uniform_pull_rows_per_s=%.0f budget_mb=%.1f "

@@ -6,6 +6,8 @@
 #   bench/sparse_table_bench.sh [ROWS=1000000] [REPS=3] [DIMS="8 16 64"]
 #                               [CASES="hashmap memory hot cold"]
 #                               [LOGS="redo rocksdb_wal"] (also redo_memtable) [SYNC=0|1]
+#                               [SETTLE=0] (seconds the cold case waits for
+#                               compactions before its uniform pull)
 #
 # The RocksDB cases (hot, cold) run once per durability log in LOGS, in
 # alternation, labelled case=hot/redo etc.; SYNC=1 also runs hot with
@@ -18,6 +20,7 @@ BATCHES=${BATCHES:-100}
 CASES=${CASES:-"hashmap memory hot cold"}
 LOGS=${LOGS:-"redo rocksdb_wal"}
 SYNC=${SYNC:-0}
+SETTLE=${SETTLE:-0}
 BIN=${BIN:-bazel-bin/bench/sparse_table_bench}
 DIR=${TMPDIR:-/tmp}/sparse_table_bench.$$
 OUT=$DIR/results.txt
@@ -30,7 +33,8 @@ for dim in $DIMS; do
       if [ "$c" = hot ] || [ "$c" = cold ]; then
         for log in $LOGS; do
           "$BIN" --case=$c --dim="$dim" --rows="$ROWS" --batches="$BATCHES" \
-            --dir="$DIR/rocks" --log="$log" | sed "s|case=$c |case=$c/$log |" >>"$OUT"
+            --dir="$DIR/rocks" --log="$log" --settle_seconds="$SETTLE" |
+            sed "s|case=$c |case=$c/$log |" >>"$OUT"
           if [ "$SYNC" = 1 ] && [ "$c" = hot ]; then
             "$BIN" --case=$c --dim="$dim" --rows="$ROWS" --batches="$BATCHES" \
               --dir="$DIR/rocks" --log="$log" --durability=sync |
