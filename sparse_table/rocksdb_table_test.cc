@@ -142,7 +142,8 @@ TEST_P(RocksDbTableTest, MatchesMemoryBackendWithAdmissionAndReplays) {
   for (int round = 0; round < 40; ++round) {
     std::vector<uint64_t> keys(120);
     for (auto& k : keys) k = key(rng);  // duplicates within a push too
-    // Every fourth round resends the previous push (a client retry).
+    // Every fourth round reuses the previous sequence, as a retried push
+    // does: every shard it touches must refuse it.
     const uint64_t s = round % 4 == 3 ? seq : ++seq;
     auto r = PushOnes(*rocks, keys, 9, s, round % 2 ? 1.0f : -0.5f);
     auto m = PushOnes(*mem, keys, 9, s, round % 2 ? 1.0f : -0.5f);

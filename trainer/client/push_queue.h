@@ -52,6 +52,7 @@ struct MergedPush {
   void Merge(absl::Span<const uint64_t> keys, const float* grads,
              const float* shows, const float* clicks,
              const std::vector<uint32_t>& positions, uint32_t dim);
+  // One entry, unindexed: the step both of the above share.
   void AppendOne(uint64_t key, const float* grad, float show, float click,
                  uint32_t dim);
 };

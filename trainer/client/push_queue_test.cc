@@ -23,6 +23,16 @@ struct Rows {
   std::vector<uint32_t> positions;
 };
 
+// The rows of `r`, dim 2, appended to or merged into `m`.
+void Append(MergedPush& m, const Rows& r) {
+  m.Append(r.keys, r.grads.data(), r.shows.data(), r.clicks.data(), r.positions,
+           2);
+}
+void Merge(MergedPush& m, const Rows& r) {
+  m.Merge(r.keys, r.grads.data(), r.shows.data(), r.clicks.data(), r.positions,
+          2);
+}
+
 // Sums per key over the merged entries (a key may have more than one).
 struct Totals {
   float g0 = 0, g1 = 0, show = 0, click = 0;
@@ -42,12 +52,10 @@ absl::flat_hash_map<uint64_t, Totals> Sum(const MergedPush& m) {
 TEST(MergedPushTest, FirstBatchIsAppendedLaterOnesMergeIntoIt) {
   MergedPush m;
   Rows a({1, 2, 3}), b({3, 4, 1, 3});
-  m.Append(a.keys, a.grads.data(), a.shows.data(), a.clicks.data(), a.positions,
-           2);
+  Append(m, a);
   EXPECT_EQ(m.size(), 3u);
   EXPECT_TRUE(m.index.empty());  // nothing looked up for a lone batch
-  m.Merge(b.keys, b.grads.data(), b.shows.data(), b.clicks.data(), b.positions,
-          2);
+  Merge(m, b);
   EXPECT_EQ(m.size(), 4u);  // 1, 2, 3 merged; 4 appended
   auto t = Sum(m);
   EXPECT_EQ(t[3].g0, 9.0f);  // 3 three times
@@ -62,10 +70,8 @@ TEST(MergedPushTest, FirstBatchIsAppendedLaterOnesMergeIntoIt) {
 TEST(MergedPushTest, ADuplicateInTheAppendedBatchIsKeptNotLost) {
   MergedPush m;
   Rows a({7, 7}), b({7});
-  m.Append(a.keys, a.grads.data(), a.shows.data(), a.clicks.data(), a.positions,
-           2);
-  m.Merge(b.keys, b.grads.data(), b.shows.data(), b.clicks.data(), b.positions,
-          2);
+  Append(m, a);
+  Merge(m, b);
   EXPECT_EQ(m.size(), 2u);  // the pserver sums the two entries
   EXPECT_EQ(Sum(m)[7].g0, 21.0f);
   EXPECT_EQ(Sum(m)[7].show, 3.0f);
@@ -74,17 +80,13 @@ TEST(MergedPushTest, ADuplicateInTheAppendedBatchIsKeptNotLost) {
 TEST(MergedPushTest, ClearEmptiesAndTheNextBatchAppendsAgain) {
   MergedPush m;
   Rows a({1, 2}), b({2});
-  m.Append(a.keys, a.grads.data(), a.shows.data(), a.clicks.data(), a.positions,
-           2);
-  m.Merge(b.keys, b.grads.data(), b.shows.data(), b.clicks.data(), b.positions,
-          2);
+  Append(m, a);
+  Merge(m, b);
   m.Clear();
   EXPECT_EQ(m.size(), 0u);
   EXPECT_EQ(m.indexed, 0u);
-  m.Append(b.keys, b.grads.data(), b.shows.data(), b.clicks.data(), b.positions,
-           2);
-  m.Merge(a.keys, a.grads.data(), a.shows.data(), a.clicks.data(), a.positions,
-          2);
+  Append(m, b);
+  Merge(m, a);
   EXPECT_EQ(m.size(), 2u);
   EXPECT_EQ(Sum(m)[2].g0, 4.0f);
 }
