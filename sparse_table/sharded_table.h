@@ -1,7 +1,8 @@
 // ShardedTable: both backends of sparse_table.h (internal to sparse_table/).
-// Each shard owns, under its mutex, an open-addressing index (hash_index.h)
-// from key to a slot in a chunked arena of fixed-stride rows (the accessor's
-// full layout), its writers' last sequences and its admission filter.
+// Each shard owns, under its mutex, an open-addressing index
+// (common/hash_index.h) from key to a slot in a chunked arena of fixed-stride
+// rows (the accessor's full layout), its writers' last sequences and its
+// admission filter.
 //
 // Memory backend: the arena holds every row.
 //
@@ -42,9 +43,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "common/hash_index.h"
 #include "sparse_table/accessor.h"
 #include "sparse_table/admission.h"
-#include "sparse_table/hash_index.h"
 #include "sparse_table/redo_log.h"
 #include "sparse_table/row_store.h"
 #include "sparse_table/sparse_table.h"

@@ -10,16 +10,24 @@
 namespace sampan {
 
 void MergedPush::Clear() {
-  // The next merge is likely as large as this one: size the index for it
-  // up front (clear() frees a large table), so that merging does not rehash
-  // as it grows. Growing it was the client's largest hash-table cost.
-  index_hint = std::max(index_hint, index.size());
-  index.clear();
+  index.Clear();
   indexed = 0;
   keys.clear();
   grads.clear();
   shows.clear();
   clicks.clear();
+}
+
+void MergedPush::Swap(MergedPush& other) {
+  std::swap(index, other.index);
+  std::swap(indexed, other.indexed);
+  keys.swap(other.keys);
+  grads.swap(other.grads);
+  shows.swap(other.shows);
+  clicks.swap(other.clicks);
+  std::swap(oldest, other.oldest);
+  index.Rebind(&keys);
+  other.index.Rebind(&other.keys);
 }
 
 void MergedPush::Append(absl::Span<const uint64_t> in_keys,
@@ -48,23 +56,25 @@ void MergedPush::Merge(absl::Span<const uint64_t> in_keys,
                        const std::vector<uint32_t>& positions, uint32_t dim) {
   // A key appended twice unindexed keeps both entries (the first one takes
   // later merges); the pserver sums them.
-  if (indexed == 0) index.reserve(std::max(index_hint, keys.size()));
+  index.Reserve(keys.size() + positions.size());
   for (; indexed < keys.size(); ++indexed) {
-    index.try_emplace(keys[indexed], uint32_t(indexed));
+    if (index.Find(keys[indexed]) == index.kEmpty) {
+      index.Insert(keys[indexed], uint32_t(indexed));
+    }
   }
   for (uint32_t i : positions) {
-    auto [it, inserted] = index.try_emplace(in_keys[i], uint32_t(size()));
-    if (inserted) {
+    const uint32_t at = index.Find(in_keys[i]);
+    if (at == index.kEmpty) {
       AppendOne(in_keys[i], in_grads + size_t{i} * dim, in_shows[i],
                 in_clicks[i], dim);
-      ++indexed;
+      index.Insert(in_keys[i], uint32_t(indexed++));
       continue;
     }
-    float* merged = &grads[size_t{it->second} * dim];
+    float* merged = &grads[size_t{at} * dim];
     const float* g = in_grads + size_t{i} * dim;
     for (uint32_t f = 0; f < dim; ++f) merged[f] += g[f];
-    shows[it->second] += in_shows[i];
-    clicks[it->second] += in_clicks[i];
+    shows[at] += in_shows[i];
+    clicks[at] += in_clicks[i];
   }
 }
 
@@ -146,7 +156,7 @@ void PushQueue::SenderLoop() {
       changed_.wait(lock, [this] { return pending_.size() > 0 || stop_; });
       if (pending_.size() == 0) return;  // stopping, nothing left
       batch.Clear();
-      std::swap(batch, pending_);
+      batch.Swap(pending_);
       sending_ = true;
       sending_since_ = batch.oldest;
       metrics_.pending_keys->Set(0);

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "common/hash_index.h"
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
 #include "trainer/client/ps_client.h"
@@ -34,16 +34,22 @@ namespace sampan {
 // once a second batch is merged in: the first is appended as it came (its
 // keys are unique when the caller deduplicated them, and a key listed twice
 // is still summed by the pserver), and most batches reach the sender alone.
+// The index probes `keys` itself (common/hash_index.h: 4 bytes a key, no
+// copy of it), hence no copies or moves: Swap exchanges two batches.
 struct MergedPush {
-  absl::flat_hash_map<uint64_t, uint32_t> index;
+  MergedPush() = default;
+  MergedPush(const MergedPush&) = delete;
+  MergedPush& operator=(const MergedPush&) = delete;
+
+  HashIndexOver<std::vector<uint64_t>> index{&keys};
   size_t indexed = 0;
-  size_t index_hint = 0;  // the largest index so far: reserved up front
   std::vector<uint64_t> keys;
   std::vector<float> grads, shows, clicks;
   absl::Time oldest;  // when the first gradient in here was queued
 
   size_t size() const { return keys.size(); }
-  void Clear();
+  void Clear();  // keeps the index's buckets for the next merge
+  void Swap(MergedPush& other);
   // Appends the rows at `positions` without looking for their keys.
   void Append(absl::Span<const uint64_t> keys, const float* grads,
               const float* shows, const float* clicks,

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "gtest/gtest.h"
 
 namespace sampan {
@@ -54,7 +55,7 @@ TEST(MergedPushTest, FirstBatchIsAppendedLaterOnesMergeIntoIt) {
   Rows a({1, 2, 3}), b({3, 4, 1, 3});
   Append(m, a);
   EXPECT_EQ(m.size(), 3u);
-  EXPECT_TRUE(m.index.empty());  // nothing looked up for a lone batch
+  EXPECT_EQ(m.index.size(), 0u);  // nothing looked up for a lone batch
   Merge(m, b);
   EXPECT_EQ(m.size(), 4u);  // 1, 2, 3 merged; 4 appended
   auto t = Sum(m);

@@ -1,12 +1,16 @@
-// HashIndex: an open-addressing (linear probing) map from a key to a uint32
-// slot, storing only the slot: 4 bytes per bucket. The keys live with the
-// rows (the caller's slot -> key array), which the probe compares against,
-// so the index adds no second copy of the key. Grows by 1.5x at 85% load,
-// keeping the load between 57% and 85% (about 5-7 bytes per entry).
+// HashIndexOver<Keys>: an open-addressing (linear probing) map from a key to
+// a uint32 slot, storing only the slot: 4 bytes per bucket. The keys live
+// with the caller's data (a slot -> key array, `Keys`: anything with a const
+// operator[](uint32_t) returning the uint64_t key), which the probe compares
+// against, so the index adds no second copy of the key. Grows by 1.5x at 85%
+// load, keeping the load between 57% and 85% (about 5-7 bytes per entry).
+// HashIndex is the sparse table's: over SlotKeys, chunked so that growing the
+// keys never copies them.
 //
-// Not thread-safe: each table shard owns one under its lock.
-#ifndef SAMPAN_SPARSE_TABLE_HASH_INDEX_H_
-#define SAMPAN_SPARSE_TABLE_HASH_INDEX_H_
+// Not thread-safe: the owner of the key array owns the index (a table shard
+// under its lock; a push queue's pending batch under the queue's).
+#ifndef SAMPAN_COMMON_HASH_INDEX_H_
+#define SAMPAN_COMMON_HASH_INDEX_H_
 
 #include <cstdint>
 #include <memory>
@@ -45,12 +49,16 @@ class SlotKeys {
   uint32_t size_ = 0;
 };
 
-class HashIndex {
+template <typename Keys>
+class HashIndexOver {
  public:
   static constexpr uint32_t kEmpty = ~0u;
 
-  // `keys` maps a slot to its key; it must outlive the index.
-  explicit HashIndex(const SlotKeys* keys) : keys_(keys) {}
+  // `keys` maps a slot to its key; it must outlive the index (or be replaced
+  // by Rebind before the next call).
+  explicit HashIndexOver(const Keys* keys) : keys_(keys) {}
+
+  void Rebind(const Keys* keys) { keys_ = keys; }
 
   uint32_t Find(uint64_t key) const {
     if (size_ == 0) return kEmpty;
@@ -93,9 +101,15 @@ class HashIndex {
     --size_;
   }
 
+  // Empties the index, keeping its buckets: refilling it to its old size
+  // does not grow it again.
   void Clear() {
     buckets_.assign(buckets_.size(), kEmpty);
     size_ = 0;
+  }
+  // Sizes the buckets for n entries without growing on the way.
+  void Reserve(size_t n) {
+    if (n * 20 > buckets_.size() * 17) Rehash(n * 20 / 17 + 1);
   }
   size_t size() const { return size_; }
   size_t bytes() const { return buckets_.capacity() * sizeof(uint32_t); }
@@ -110,10 +124,12 @@ class HashIndex {
   }
   size_t Next(size_t b) const { return b + 1 == buckets_.size() ? 0 : b + 1; }
 
-  void Grow() {
+  void Grow() { Rehash(buckets_.empty() ? 16 : buckets_.size() * 3 / 2); }
+
+  void Rehash(size_t num_buckets) {
     std::vector<uint32_t> old;
     old.swap(buckets_);
-    buckets_.assign(old.empty() ? 16 : old.size() + old.size() / 2, kEmpty);
+    buckets_.assign(num_buckets, kEmpty);
     for (uint32_t slot : old) {
       if (slot == kEmpty) continue;
       size_t b = Home((*keys_)[slot]);
@@ -122,11 +138,13 @@ class HashIndex {
     }
   }
 
-  const SlotKeys* keys_;
+  const Keys* keys_;
   std::vector<uint32_t> buckets_;
   size_t size_ = 0;
 };
 
+using HashIndex = HashIndexOver<SlotKeys>;
+
 }  // namespace sampan
 
-#endif  // SAMPAN_SPARSE_TABLE_HASH_INDEX_H_
+#endif  // SAMPAN_COMMON_HASH_INDEX_H_

@@ -1,4 +1,4 @@
-#include "sparse_table/hash_index.h"
+#include "common/hash_index.h"
 
 #include <random>
 
@@ -42,6 +42,32 @@ TEST(HashIndexTest, MatchesAReferenceMapUnderChurn) {
   for (const auto& [key, slot] : model) EXPECT_EQ(index.Find(key), slot);
   // 4-byte buckets at 57-85% load.
   EXPECT_LE(index.bytes(), model.size() * 4 * 100 / 50);
+}
+
+// Over a plain vector, as the client's push queue uses it: a reserved index
+// takes its entries without growing, a cleared one keeps its buckets, and a
+// rebound one probes the new array.
+TEST(HashIndexTest, OverAVectorReservesClearsAndRebinds) {
+  std::vector<uint64_t> keys;
+  HashIndexOver<std::vector<uint64_t>> index(&keys);
+  index.Reserve(1000);
+  const size_t reserved = index.bytes();
+  EXPECT_GE(reserved, 1000 * 4u);
+  for (uint64_t k = 0; k < 1000; ++k) {
+    keys.push_back(k * 7919);
+    index.Insert(keys.back(), uint32_t(k));
+  }
+  EXPECT_EQ(index.bytes(), reserved);
+  EXPECT_EQ(index.Find(7919 * 500), 500u);
+  EXPECT_EQ(index.Find(3), decltype(index)::kEmpty);
+  index.Clear();
+  EXPECT_EQ(index.Find(0), decltype(index)::kEmpty);
+  EXPECT_EQ(index.bytes(), reserved);
+  std::vector<uint64_t> other = {42, 43};
+  index.Rebind(&other);
+  index.Insert(43, 1);
+  EXPECT_EQ(index.Find(43), 1u);
+  EXPECT_EQ(index.Find(42), decltype(index)::kEmpty);
 }
 
 }  // namespace
