@@ -6,15 +6,22 @@
 # in-process RocksDB table (C processes), so the RPC overhead shows as a ratio;
 # then the RPC run again paced at half its maximum for the latency figure.
 #
+# The host is noisy (the same binary moves 1.5x between minutes), so REPS
+# rounds alternate the in-process peer with the fleet at full and at half
+# load, and the figures are medians over the rounds; the ratio is taken per
+# round, each fleet run against the peer run just before it.
+#
 # usage: [BACKEND=ROCKSDB|MEMORY] [LOG=REDO_LOG|ROCKSDB_WAL]
 #        [WRITE_BACK=SST_FILES|MEMTABLE] (the fleet's redo log write-back)
+#        [REPS=3] [CLIENT=bazel-bin/bench/ps_load_client] [PS_THREADS=2]
 #        bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
 #        (after `make build`)
 set -euo pipefail
 trap 'echo "bench/ps_load.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; WRITE_BACK=${WRITE_BACK:-SST_FILES}; BATCH=4096; DIM=16; SHARDS=64
-SAMPAN=bazel-bin/cli/sampan; CLIENT=bazel-bin/bench/ps_load_client
+REPS=${REPS:-3}; PS_THREADS=${PS_THREADS:-2}
+SAMPAN=bazel-bin/cli/sampan; CLIENT=${CLIENT:-bazel-bin/bench/ps_load_client}
 TMP=$(mktemp -d /tmp/sampan-psload.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$TMP"; }
@@ -38,40 +45,48 @@ tcp_gbps=$(echo "$iperf_json" | /usr/bin/python3 -c \
 # --- peer 2: the same loop on in-process tables of the same backend
 sum_rate() { awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
   rate += (v["keys_pulled"] + v["keys_pushed"]) / v["seconds"] } END { printf "%.0f", rate }'; }
-inproc=()
-for c in $(seq 1 "$C"); do
-  dir_flag=""
-  if [ "$BACKEND" = ROCKSDB ]; then
-    dir_flag="--data_dir=$TMP/inproc-$c --durability_log=$LOG"
-  fi
-  "$CLIENT" --mode=inprocess $dir_flag --seconds="$SECS" \
-    --batch=$BATCH --dim=$DIM --seed="$c" > "$TMP/inproc-$c.out" &
-  inproc+=($!)
-done
-wait "${inproc[@]}"
-inproc_rate=$(cat "$TMP"/inproc-*.out | sum_rate)
+run_inproc() {  # tag
+  local inproc=()
+  for c in $(seq 1 "$C"); do
+    local dir_flag=""
+    if [ "$BACKEND" = ROCKSDB ]; then
+      rm -rf "$TMP/inproc-$c"
+      dir_flag="--data_dir=$TMP/inproc-$c --durability_log=$LOG"
+    fi
+    "$CLIENT" --mode=inprocess $dir_flag --seconds="$SECS" \
+      --batch=$BATCH --dim=$DIM --seed="$c" > "$TMP/$1-$c.out" &
+    inproc+=($!)
+  done
+  wait "${inproc[@]}"
+}
 
 # --- the fleet
 cat > "$TMP/job.yaml" <<YAML
-cluster: {num_pservers: $P, num_trainers: 1}
+cluster: {num_pservers: $P, num_trainers: 1, pserver_threads: $PS_THREADS}
 model: {type: FM, embedding_dim: $((DIM - 1))}
 table: {num_shards: $SHARDS, backend: $BACKEND, durability: WAL,
         durability_log: $LOG, write_back: $WRITE_BACK,
         hot_tier_bytes: 1073741824, data_dir: $TMP/tables}
 output_dir: $TMP/out
 YAML
-addresses=()
-ps_pids=()
-for i in $(seq 0 $((P - 1))); do
-  "$SAMPAN" pserver --config="$TMP/job.yaml" --index="$i" \
-    --port_file="$TMP/port-$i" > "$TMP/pserver-$i.log" 2>&1 &
-  pids+=($!); ps_pids+=($!)
-done
-for i in $(seq 0 $((P - 1))); do
-  for _ in $(seq 1 200); do [ -s "$TMP/port-$i" ] && break; sleep 0.05; done
-  addresses+=("127.0.0.1:$(cat "$TMP/port-$i")")
-done
-list=$(IFS=,; echo "${addresses[*]}")
+start_fleet() {  # a fresh fleet on empty tables: every round starts alike
+  rm -rf "$TMP/tables" "$TMP"/port-*
+  addresses=(); ps_pids=()
+  for i in $(seq 0 $((P - 1))); do
+    "$SAMPAN" pserver --config="$TMP/job.yaml" --index="$i" \
+      --port_file="$TMP/port-$i" > "$TMP/pserver-$i.log" 2>&1 &
+    pids+=($!); ps_pids+=($!)
+  done
+  for i in $(seq 0 $((P - 1))); do
+    for _ in $(seq 1 200); do [ -s "$TMP/port-$i" ] && break; sleep 0.05; done
+    addresses+=("127.0.0.1:$(cat "$TMP/port-$i")")
+  done
+  list=$(IFS=,; echo "${addresses[*]}")
+}
+stop_fleet() {
+  for p in "${ps_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${ps_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
 
 run_clients() {  # target_keys_per_sec_per_client tag
   local cpu0=0 cpu1=0
@@ -90,24 +105,38 @@ run_clients() {  # target_keys_per_sec_per_client tag
   server_cpu=$(echo "$cpu1 - $cpu0" | bc)
 }
 
-run_clients 0 max
-max_rate=$(cat "$TMP"/max-*.out | sum_rate)
-keys_total=$(cat "$TMP"/max-*.out | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-  n += v["keys_pulled"] + v["keys_pushed"] } END { print n }')
-cpu_per_m=$(echo "scale=3; ($client_cpu + $server_cpu) * 1000000 / $keys_total" | bc)
-max_p99=$(cat "$TMP"/max-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+field() {  # name files...: the largest value of name= over the files
+  local name=$1; shift
+  cat "$@" | sed -n "s/.*$name=\([0-9.]*\).*/\1/p" | sort -n | tail -1
+}
+rounds=()
+for r in $(seq 1 "$REPS"); do
+  run_inproc "inproc$r"
+  inproc_rate=$(cat "$TMP"/inproc$r-*.out | sum_rate)
+  start_fleet
+  run_clients 0 "max$r"
+  max_rate=$(cat "$TMP"/max$r-*.out | sum_rate)
+  keys_total=$(cat "$TMP"/max$r-*.out | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    n += v["keys_pulled"] + v["keys_pushed"] } END { print n }')
+  cpu_per_m=$(echo "scale=3; ($client_cpu + $server_cpu) * 1000000 / $keys_total" | bc)
+  per_push=$(cat "$TMP"/max$r-*.out | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    k += v["keys_pushed"]; n += v["push_requests"] } END { printf "%.0f", n ? k / n : 0 }')
+  half=$(echo "$max_rate / 4 / $C" | bc)  # half the combined rate, in pulled keys/s per client
+  run_clients "$half" "half$r"
+  stop_fleet
+  half_rate=$(cat "$TMP"/half$r-*.out | sum_rate)
+  ratio=$(echo "scale=3; $max_rate / $inproc_rate" | bc)
+  line="$inproc_rate $max_rate $ratio $cpu_per_m $(field p99_ms "$TMP"/max$r-*.out) $half_rate $(field p50_ms "$TMP"/half$r-*.out) $(field p99_ms "$TMP"/half$r-*.out) $(field p999_ms "$TMP"/half$r-*.out)"
+  echo "round $r: in-process $inproc_rate keys/s; fleet $max_rate keys/s, ratio $ratio, CPU s/M keys $cpu_per_m, $per_push keys queued per push RPC; half load $half_rate keys/s pull p99 $(echo "$line" | cut -d' ' -f8) ms"
+  rounds+=("$line")
+done
+med() { printf '%s\n' "${rounds[@]}" | cut -d' ' -f"$1" | median; }
 
-half=$(echo "$max_rate / 4 / $C" | bc)  # half the combined rate, in pulled keys/s per client
-run_clients "$half" half
-half_rate=$(cat "$TMP"/half-*.out | sum_rate)
-p50=$(cat "$TMP"/half-*.out | sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
-p99=$(cat "$TMP"/half-*.out | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
-p999=$(cat "$TMP"/half-*.out | sed -n 's/.*p999_ms=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
-
-echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL in $LOG, write-back $WRITE_BACK when ROCKSDB)"
+echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL in $LOG, write-back $WRITE_BACK when ROCKSDB); medians of $REPS rounds"
 echo "raw loopback TCP (iperf3):            $tcp_gbps Gbit/s"
-echo "in-process $BACKEND table, $C procs:   $inproc_rate keys/s (pull + push)"
-echo "RPC fleet, max load:                  $max_rate keys/s (pull + push), pull p99 ${max_p99} ms"
-echo "  ratio to in-process:                $(echo "scale=3; $max_rate / $inproc_rate" | bc)"
-echo "  CPU seconds per million keys:       $cpu_per_m (clients + pservers)"
-echo "RPC fleet at half load ($half_rate keys/s): pull p50 ${p50} ms, p99 ${p99} ms, p999 ${p999} ms"
+echo "in-process $BACKEND table, $C procs:   $(med 1) keys/s (pull + push)"
+echo "RPC fleet, max load:                  $(med 2) keys/s (pull + push), pull p99 $(med 5) ms"
+echo "  ratio to in-process:                $(med 3) (per round: $(printf '%s\n' "${rounds[@]}" | cut -d' ' -f3 | tr '\n' ' '))"
+echo "  CPU seconds per million keys:       $(med 4) (clients + pservers)"
+echo "RPC fleet at half load ($(med 6) keys/s): pull p50 $(med 7) ms, p99 $(med 8) ms, p999 $(med 9) ms"

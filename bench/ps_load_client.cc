@@ -5,7 +5,9 @@
 // with its model cost removed. Runs for --seconds, optionally paced to
 // --target_keys_per_sec, and prints one line:
 //   keys_pulled=N keys_pushed=N seconds=S p50_ms=.. p99_ms=.. p999_ms=..
-//   cpu_s=..
+//   cpu_s=.. push_requests=N
+// push_requests counts the push RPCs the client sent (0 in-process): the
+// queue merges steps' gradients while a push is in flight.
 // cpu_s is this process's CPU time (all threads) in the timed loop only, so
 // that the setup (the Zipf table) does not count against the RPC path.
 // --mode=inprocess drives a table in this process with the same loop (no
@@ -154,14 +156,16 @@ int Run(const Flags& flags) {
     if (!s.ok()) return 1;
   }
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+  const uint64_t push_requests = client ? client->Stats().pushes_sent : 0;
   const double cpu = CpuSeconds() - cpu_start;
   std::printf(
       "keys_pulled=%llu keys_pushed=%llu seconds=%.3f p50_ms=%.3f "
-      "p99_ms=%.3f p999_ms=%.3f cpu_s=%.3f\n",
+      "p99_ms=%.3f p999_ms=%.3f cpu_s=%.3f push_requests=%llu\n",
       static_cast<unsigned long long>(pulled),
       static_cast<unsigned long long>(pushed), elapsed,
       Percentile(latencies_ms, 0.5), Percentile(latencies_ms, 0.99),
-      Percentile(latencies_ms, 0.999), cpu);
+      Percentile(latencies_ms, 0.999), cpu,
+      static_cast<unsigned long long>(push_requests));
   return 0;
 }
 
