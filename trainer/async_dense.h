@@ -10,6 +10,14 @@
 // initialisation (CtrModel::InitDense, the same seed on every trainer):
 // weights = init + rows. The gradient of an offset is the weight's.
 //
+// Gradients are pushed summed over the batch, as every sparse row's is, not
+// as the per-example mean the hybrid step applies: the table's Adagrad is
+// invariant to a gradient's scale but for its L2 term and its initial
+// accumulator, and under a mean both acted batch-size times stronger on rows
+// every example updates (l2 0.1 pulled the offsets back to the
+// initialisation: ASYNC ended 0.0023 AUC below SYNC on Criteo 137k; summed,
+// it matches SYNC, bench/RESULTS.md).
+//
 // Caveats: the rows live under the table's policies -- admission
 // (admit_after_pushes) and embedx_threshold delay them like any key, and
 // Shrink may age them out of a table that stops training.
@@ -38,8 +46,9 @@ class AsyncDense {
   const std::vector<uint64_t>& keys() const { return keys_; }
   // weights (size() floats) = init + the pulled rows (keys().size() rows).
   void Weights(const float* rows, float* weights) const;
-  // Lays `grads` (size() floats) times `scale` out as gradient rows.
-  void GradRows(const float* grads, float scale, float* rows) const;
+  // Lays `grads` (size() floats, summed over the batch) out as gradient
+  // rows (keys().size() rows).
+  void GradRows(const float* grads, float* rows) const;
 
  private:
   int row_dim_;

@@ -382,7 +382,8 @@ class Trainer {
     async_ = std::make_unique<AsyncDense>(*ctr_, model_.row_dim());
     SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
                      << " dense weights in " << async_->keys().size()
-                     << " pserver rows";
+                     << " pserver rows, updated by the table's optimizer "
+                        "(model.dense_optimizer applies to SYNC and HYBRID)";
     std::vector<std::thread> workers;
     for (uint32_t t = 0; t < config_.cluster().threads_per_trainer(); ++t) {
       workers.emplace_back([this] { Fail(AsyncLoop()); });
@@ -435,9 +436,8 @@ class Trainer {
     const double loss =
         ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), weights.data(),
                    s.grads.data(), dense_grads.data(), s.probs.data(), &a->ws);
-    // The per-example mean, as the hybrid step applies.
-    async_->GradRows(dense_grads.data(), 1.0f / s.batch.size(),
-                     s.grads.data() + sparse * rd);
+    // Summed over the batch like the sparse rows' (trainer/async_dense.h).
+    async_->GradRows(dense_grads.data(), s.grads.data() + sparse * rd);
     s.CountShowsAndClicks();
     std::fill(s.shows.begin() + sparse, s.shows.end(), s.batch.size());
     st = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
