@@ -505,6 +505,17 @@ class Trainer {
   }
 
   absl::Status Evaluate() {
+    // LR and FM train with FmModel but score here with CtrModel, as `sampan
+    // eval` scores their export (trainer/eval_job.cc): the two sum in
+    // different orders, and one model must get one AUC from both.
+    std::unique_ptr<CtrModel> lr_fm;
+    if (!deep_) {
+      absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
+      if (!o.ok()) return o.status();
+      lr_fm = std::make_unique<CtrModel>(o->model);
+    }
+    const CtrModel& scorer = deep_ ? *ctr_ : *lr_fm;
+    const float* dense = deep_ ? DenseWeights() : nullptr;
     std::vector<float> probs, labels;
     Scratch s;
     CtrModel::Workspace ws;
@@ -517,13 +528,8 @@ class Trainer {
         absl::Status st = ps_->Pull(s.keys, false, s.rows.data());
         if (!st.ok()) return st;
         s.probs.resize(s.batch.size());
-        if (deep_) {
-          ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), DenseWeights(),
-                     nullptr, nullptr, s.probs.data(), &ws);
-        } else {
-          model_.Step(s.batch, s.row_of_sign, 0, s.rows.data(), nullptr,
-                      s.probs.data());
-        }
+        scorer.Step(s.batch, s.row_of_sign, 0, s.rows.data(), dense, nullptr,
+                    nullptr, s.probs.data(), &ws);
         probs.insert(probs.end(), s.probs.begin(), s.probs.end());
         labels.insert(labels.end(), s.batch.labels.begin(),
                       s.batch.labels.end());
