@@ -13,7 +13,8 @@
 #
 # usage: [BACKEND=ROCKSDB|MEMORY] [LOG=REDO_LOG|ROCKSDB_WAL]
 #        [WRITE_BACK=SST_FILES|MEMTABLE] (the fleet's redo log write-back)
-#        [REPS=3] [CLIENT=bazel-bin/bench/ps_load_client] [PS_THREADS=2]
+#        [REPS=3] [PS_THREADS=2] [SAMPAN=bazel-bin/cli/sampan]
+#        [CLIENT=bazel-bin/bench/ps_load_client]
 #        bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
 #        (after `make build`)
 set -euo pipefail
@@ -21,7 +22,7 @@ trap 'echo "bench/ps_load.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; WRITE_BACK=${WRITE_BACK:-SST_FILES}; BATCH=4096; DIM=16; SHARDS=64
 REPS=${REPS:-3}; PS_THREADS=${PS_THREADS:-2}
-SAMPAN=bazel-bin/cli/sampan; CLIENT=${CLIENT:-bazel-bin/bench/ps_load_client}
+SAMPAN=${SAMPAN:-bazel-bin/cli/sampan}; CLIENT=${CLIENT:-bazel-bin/bench/ps_load_client}
 TMP=$(mktemp -d /tmp/sampan-psload.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$TMP"; }

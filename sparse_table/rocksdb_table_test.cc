@@ -158,6 +158,62 @@ TEST_P(RocksDbTableTest, MatchesMemoryBackendWithAdmissionAndReplays) {
   EXPECT_GT(mem->Stats().duplicate_keys, 0u);
 }
 
+// A push of more keys than one run of shards holds is applied run by run,
+// each its own log record: still exactly the memory backend's result, each
+// shard's sequence once (a retried large push is refused everywhere, also
+// after recovery replays the runs), and a non-finite gradient anywhere
+// rejects the whole push before any run applies.
+TEST_P(RocksDbTableTest, LargePushesApplyInRunsOfShardsExactlyOnce) {
+  TableOptions o = Options(FreshDir("large"), OptimizerRule::kAdagrad, 3);
+  o.num_shards = 16;
+  o.non_finite = NonFinitePolicy::kRejectBatch;
+  auto rocks = Open(o);
+  auto mem = NewMemoryTable(o);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint64_t> key(0, 29999);
+  std::vector<uint64_t> keys(20000);  // ~5x a run; duplicates too
+  for (uint64_t seq = 1; seq <= 6; ++seq) {
+    for (auto& k : keys) k = key(rng);
+    const float g = seq % 2 ? 1.0f : -0.5f;
+    auto r = PushOnes(*rocks, keys, 5, seq, g);
+    auto m = PushOnes(*mem, keys, 5, seq, g);
+    ASSERT_TRUE(r.ok() && m.ok()) << r.status();
+    EXPECT_EQ(r->applied_keys, keys.size());
+    EXPECT_EQ(m->applied_keys, r->applied_keys);
+    if (seq == 3) {  // the ack was lost: the retry changes no shard
+      auto retry = PushOnes(*rocks, keys, 5, seq, g);
+      ASSERT_TRUE(retry.ok());
+      EXPECT_EQ(retry->applied_keys, 0u);
+      EXPECT_EQ(retry->duplicate_keys, keys.size());
+    }
+  }
+  const auto all = Range(0, 30000);
+  const std::vector<float> before = PullAll(*mem, all);
+  EXPECT_EQ(PullAll(*rocks, all), before);
+
+  std::vector<float> grads(keys.size() * rocks->pull_dim(), 1.0f);
+  grads.back() = std::nanf("");  // in the last run of shards
+  std::vector<float> shows(keys.size(), 1), clicks(keys.size(), 0);
+  PushBatch bad;
+  bad.keys = keys;
+  bad.grads = grads.data();
+  bad.shows = shows.data();
+  bad.clicks = clicks.data();
+  bad.writer_id = 5;
+  bad.sequence = 7;
+  EXPECT_EQ(rocks->Push(bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PullAll(*rocks, all), before);
+
+  rocks.reset();  // recovery replays every run's record
+  rocks = Open(o);
+  EXPECT_EQ(PullAll(*rocks, all), before);
+  auto replay = PushOnes(*rocks, keys, 5, 6);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->duplicate_keys, keys.size());
+  EXPECT_EQ(PullAll(*rocks, all), before);
+}
+
 TEST_P(RocksDbTableTest, ShrinkDeletesDurably) {
   const std::string dir = FreshDir("shrink");
   TableOptions o = Options(dir, OptimizerRule::kSgd, 2);

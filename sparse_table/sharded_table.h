@@ -215,6 +215,24 @@ class ShardedTable final : public SparseTable {
                        uint64_t replay_lsn, PushWork& w, PushResult& result);
   absl::Status WriteThrough(const PushBatch& b, const PushWork& w);
   void Install(const PushBatch& b, const PushWork& w, uint64_t lsn);
+  // Pushes of more keys apply in runs of whole shards of at most this many
+  // keys, so that no push holds many shard locks for long.
+  static constexpr size_t kMaxKeysPerApply = 4096;
+  // The keys of groups [begin, end) of a push, copied out as a push of
+  // their own (the same writer and sequence), with its groups and skips.
+  struct PushSlice {
+    PushSlice(const PushBatch& b, const std::vector<uint8_t>& skip,
+              const std::vector<Group>& groups, size_t begin, size_t end,
+              uint32_t pull_dim);
+    std::vector<uint64_t> keys;
+    std::vector<float> grads, shows, clicks;
+    std::vector<uint8_t> skip;
+    std::vector<Group> groups;
+    PushBatch batch;
+  };
+  absl::Status ApplyShards(const PushBatch& b, const std::vector<uint8_t>& skip,
+                           std::vector<Group> groups, PushResult& result,
+                           uint64_t* wait_lsn);
   // Applies a logged push (recovery) to the shards whose cut is below lsn.
   absl::Status ReplayPush(uint64_t lsn, const PushBatch& b);
   // Flushes the live shards whose dirty rows reached their budget and
