@@ -10,9 +10,11 @@
 // INVALID_ARGUMENT with a message naming the RPC and field, changes nothing,
 // and other clients carry on.
 //
-// Threading: gRPC's callback threads only parse and enqueue; two WorkerPools
-// of `num_workers` threads each run table work, one for pulls and one for
-// pushes, so that pulls never queue behind durable writes. A full queue answers
+// Threading: gRPC's callback threads parse and answer the pulls whose rows
+// are all in memory (SparseTable::PullIfInMemory: no I/O); everything else
+// they enqueue. Two WorkerPools of `num_workers` threads each run that table
+// work, one for pulls (those that read RocksDB) and one for pushes, so that
+// pulls never queue behind durable writes. A full queue answers
 // RESOURCE_EXHAUSTED (clients back off and retry). The table does its own
 // per-shard locking, so workers proceed in parallel on different shards.
 // With `run_inline` (memory tables) the callback threads run the table work

@@ -214,6 +214,26 @@ TEST_P(RocksDbTableTest, LargePushesApplyInRunsOfShardsExactlyOnce) {
   EXPECT_EQ(PullAll(*rocks, all), before);
 }
 
+// The gRPC-thread pull: answers hot keys exactly as Pull does, and refuses
+// (creating nothing) as soon as one key would be read from RocksDB.
+TEST_P(RocksDbTableTest, PullIfInMemoryAnswersHotKeysOnly) {
+  TableOptions o = Options(FreshDir("in_memory"), OptimizerRule::kAdagrad, 3);
+  auto t = Open(o);
+  const auto hot = Range(0, 50);
+  ASSERT_TRUE(PushOnes(*t, hot).ok());
+  std::vector<float> out(hot.size() * t->pull_dim(), -7.0f);
+  ASSERT_TRUE(t->PullIfInMemory(hot, true, out.data()));
+  EXPECT_EQ(out, PullAll(*t, hot));
+  const uint64_t rows = t->Stats().hot_rows;
+  std::vector<uint64_t> with_cold = hot;
+  with_cold.push_back(1000);  // never pushed: RocksDB would be asked
+  std::vector<float> out2(with_cold.size() * t->pull_dim());
+  EXPECT_FALSE(t->PullIfInMemory(with_cold, true, out2.data()));
+  EXPECT_EQ(t->Stats().hot_rows, rows);
+  auto mem = NewMemoryTable(o);  // a memory table always answers
+  EXPECT_TRUE(mem->PullIfInMemory(with_cold, true, out2.data()));
+}
+
 TEST_P(RocksDbTableTest, ShrinkDeletesDurably) {
   const std::string dir = FreshDir("shrink");
   TableOptions o = Options(dir, OptimizerRule::kSgd, 2);

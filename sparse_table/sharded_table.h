@@ -168,6 +168,8 @@ class ShardedTable final : public SparseTable {
   uint32_t pull_dim() const override { return acc_.pull_dim(); }
   absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                     float* out) override;
+  bool PullIfInMemory(absl::Span<const uint64_t> keys, bool is_training,
+                      float* out) override;
   absl::StatusOr<PushResult> Push(const PushBatch& batch) override;
   absl::StatusOr<uint64_t> Shrink() override;
   absl::Status Flush() override;

@@ -191,6 +191,14 @@ class SparseTable {
   virtual absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                             float* out) = 0;
 
+  // Pull, when every row is in memory (always for the memory backend; the
+  // RocksDB backend: every key in the hot tier): returns true with `out`
+  // written as Pull writes it. Returns false, having created no row, when a
+  // key would be read from RocksDB; `out` is then unspecified. Never does
+  // I/O, so it may run on a thread that must not block (gRPC's).
+  virtual bool PullIfInMemory(absl::Span<const uint64_t> keys, bool is_training,
+                              float* out) = 0;
+
   // Applies one gradient row (pull_dim() floats) per key and adds `shows`
   // and `clicks` (one per key) to the row's statistics, creating admitted
   // rows. Exactly once: when batch.sequence > 0, each shard the batch touches

@@ -200,6 +200,22 @@ absl::Status ShardedTable::Pull(absl::Span<const uint64_t> keys,
   return MissesFromStore(groups, keys, misses, versions, is_training, out);
 }
 
+bool ShardedTable::PullIfInMemory(absl::Span<const uint64_t> keys,
+                                  bool is_training, float* out) {
+  if (store_ == nullptr) return Pull(keys, is_training, out).ok();
+  const uint32_t pd = pull_dim();
+  for (const Group& g : GroupByShard(keys)) {
+    Shard& sh = shards_[g.shard];
+    std::lock_guard<std::mutex> lock(sh.mu);
+    for (uint32_t i : g.idx) {
+      const float* row = Find(sh, keys[i]);
+      if (row == nullptr) return false;
+      acc_.Pull(row, out + size_t{i} * pd);
+    }
+  }
+  return true;
+}
+
 // Reads the hot tier's misses with one MultiGet outside the shard locks,
 // then caches them (where a clean row can make room); a shard that applied
 // a push meanwhile is re-read.
