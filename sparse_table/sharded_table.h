@@ -269,6 +269,8 @@ class ShardedTable final : public SparseTable {
   void EndFlush(Shard& sh, const std::vector<uint32_t>& slots, bool ok)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   absl::Status FlushShard(uint32_t s);
+  // Waits until the redo log holds every record a cut taken so far covers.
+  absl::Status LogDurableThroughCuts();
   // Shards grouped in order so that each group's dirty rows, copied out for
   // one SST file, stay within round_copy_bytes_ (a shard alone may pass it).
   std::vector<std::vector<uint32_t>> SstRounds();
