@@ -1,6 +1,8 @@
 #include "pserver/pserver.h"
 
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -56,26 +58,28 @@ class PserverImpl final : public Pserver,
     }
   }
 
-  // A pull the table answers from memory is answered here, on gRPC's
-  // thread: no hand-off to the pull pool and back (fleet throughput +13%,
-  // bench/RESULTS.md). One that must read RocksDB goes to the pool, which
-  // may block on the disk.
+  // A pull is parsed and checked here, on gRPC's thread, and answered here
+  // when the table has every row in memory: no hand-off to the pull pool and
+  // back (fleet throughput +13%, bench/RESULTS.md). One that must read
+  // RocksDB goes to the pool, which may block on the disk, with its parsed
+  // request.
   ServerUnaryReactor* Pull(CallbackServerContext* context,
                            const grpc::ByteBuffer* req,
                            grpc::ByteBuffer* resp) override {
-    if (!options_.run_inline) {
-      const absl::Time start = absl::Now();
-      bool needs_disk = false;
-      const Status status = DoPull(*req, resp, &needs_disk);
-      if (!needs_disk) {
-        metrics_->Record(Method::kPull, status, absl::Now() - start);
-        ServerUnaryReactor* reactor = context->DefaultReactor();
-        reactor->Finish(status);
-        return reactor;
-      }
+    const absl::Time start = absl::Now();
+    auto pull = std::make_shared<ParsedPull>();
+    const Status parsed = ParsePull(*req, pull.get());
+    if (!parsed.ok() ||
+        table_->PullIfInMemory(pull->req.keys(), pull->req.is_training(),
+                               pull->values->values())) {
+      return Dispatch(
+          context, Method::kPull,
+          [&] { return parsed.ok() ? AnswerPull(*pull, resp) : parsed; }, start,
+          /*here=*/true);
     }
-    return Dispatch(context, Method::kPull,
-                    [this, req, resp] { return DoPull(*req, resp, nullptr); });
+    return Dispatch(
+        context, Method::kPull,
+        [this, pull, resp] { return PullFromTable(*pull, resp); }, start);
   }
 
   ServerUnaryReactor* Push(CallbackServerContext* context,
@@ -112,17 +116,18 @@ class PserverImpl final : public Pserver,
  private:
   // Runs `work` on the pool (or inline) and finishes the call with its
   // status; refuses with RESOURCE_EXHAUSTED when the pool's queue is full.
+  // `here`: on this thread even when the table is not a memory one.
   template <typename Work>
   ServerUnaryReactor* Dispatch(CallbackServerContext* context, Method method,
-                               Work work) {
+                               Work work, absl::Time start = absl::Now(),
+                               bool here = false) {
     ServerUnaryReactor* reactor = context->DefaultReactor();
-    const absl::Time start = absl::Now();
     auto run = [this, reactor, method, start, work] {
       const Status status = work();
       metrics_->Record(method, status, absl::Now() - start);
       reactor->Finish(status);
     };
-    if (options_.run_inline) {
+    if (options_.run_inline || here) {
       run();
       return reactor;
     }
@@ -140,38 +145,46 @@ class PserverImpl final : public Pserver,
     return reactor;
   }
 
-  // With `needs_disk`, reads memory only: sets it (and answers nothing)
-  // when a row is not in memory.
-  Status DoPull(const grpc::ByteBuffer& raw, grpc::ByteBuffer* resp,
-                bool* needs_disk) {
+  struct ParsedPull {
     ps::PullRequest req;
+    std::optional<PullResponseWriter> values;  // sized for req's rows
+  };
+
+  Status ParsePull(const grpc::ByteBuffer& raw, ParsedPull* pull) {
     grpc::ByteBuffer shared(raw);  // Deserialize consumes its buffer
-    if (!grpc::SerializationTraits<ps::PullRequest>::Deserialize(&shared, &req)
+    if (!grpc::SerializationTraits<ps::PullRequest>::Deserialize(&shared,
+                                                                 &pull->req)
              .ok()) {
       return Invalid("Pull: the request is not a PullRequest");
     }
-    if (Status s = CheckKeys("Pull", req.table_id(), req.keys()); !s.ok()) {
+    if (Status s = CheckKeys("Pull", pull->req.table_id(), pull->req.keys());
+        !s.ok()) {
       return s;
     }
     const uint32_t dim = table_->pull_dim();
-    const size_t num_floats =
-        size_t{static_cast<size_t>(req.keys_size())} * dim;
-    PullResponseWriter values(num_floats, dim);
-    if (needs_disk != nullptr) {
-      *needs_disk = !table_->PullIfInMemory(req.keys(), req.is_training(),
-                                            values.values());
-      if (*needs_disk) return Status::OK;
-    } else if (absl::Status pulled =
-                   table_->Pull(req.keys(), req.is_training(), values.values());
-               !pulled.ok()) {
+    pull->values.emplace(
+        size_t{static_cast<size_t>(pull->req.keys_size())} * dim, dim);
+    return Status::OK;
+  }
+
+  Status PullFromTable(ParsedPull& pull, grpc::ByteBuffer* resp) {
+    absl::Status pulled = table_->Pull(pull.req.keys(), pull.req.is_training(),
+                                       pull.values->values());
+    if (!pulled.ok()) {
       // Storage failures are the server's, not the request's: the client may
       // retry elsewhere or later.
       return Status(StatusCode::UNAVAILABLE,
                     absl::StrCat("Pull: table: ", pulled.message()));
     }
-    *resp = values.Release();
-    metrics_->AddKeys(Method::kPull, req.keys_size(),
-                      num_floats * sizeof(float));
+    return AnswerPull(pull, resp);
+  }
+
+  // The rows are in pull.values.
+  Status AnswerPull(ParsedPull& pull, grpc::ByteBuffer* resp) {
+    *resp = pull.values->Release();
+    metrics_->AddKeys(Method::kPull, pull.req.keys_size(),
+                      size_t{static_cast<size_t>(pull.req.keys_size())} *
+                          table_->pull_dim() * sizeof(float));
     return Status::OK;
   }
 

@@ -237,9 +237,11 @@ absl::Status ShardedTable::PersistAndLockAll() {
   for (Shard& sh : shards_) sh.flush_mu.lock();
   LockAll();
   if (log_ == nullptr) return absl::OkStatus();
-  absl::Status st;
-  if (o_.write_back == WriteBack::kSstFile) {
-    // Every lock is held: the file is written straight from the arena.
+  // Every lock is held, so no record is appended from here on: once the log
+  // holds the last one, it holds every cut written below.
+  absl::Status st = LogDurableThroughCuts();
+  if (st.ok() && o_.write_back == WriteBack::kSstFile) {
+    // The file is written straight from the arena.
     st = FlushRound(AllShards(), true);
   }
   // Memtable: one batch per shard (its cut is per shard): a batch of the
@@ -250,8 +252,7 @@ absl::Status ShardedTable::PersistAndLockAll() {
     rocksdb::WriteBatch wb;
     std::vector<uint32_t> slots;
     BeginFlush(shards_[s], s, &wb, &slots);
-    st = LogDurableThroughCuts();
-    if (st.ok() && wb.Count() > 0) st = store_->WriteUnlogged(&wb);
+    if (wb.Count() > 0) st = store_->WriteUnlogged(&wb);
     EndFlush(shards_[s], slots, st.ok());
   }
   if (st.ok()) st = store_->FlushMemtable();

@@ -264,14 +264,46 @@ TEST(RedoTableTest, DirtyRowsStayWithinTheHotTierBudget) {
   EXPECT_LE(peak, o.hot_tier_bytes / 2 * 5 / 4) << "hot tier past budget";
 }
 
-// Run under ThreadSanitizer by `make sanitize`.
-TEST(RedoTableTest, ConcurrentPushesPullsAndFlushesAllLand) {
-  TableOptions o = Options(FreshDir("threads"));
+// Counter tables for the concurrency tests: every push adds 1 to each of its
+// keys (SGD, rate 1, gradient -1), and the flusher and log truncation run
+// all the time.
+TableOptions CounterOptions(const std::string& name) {
+  TableOptions o = Options(FreshDir(name));
   o.embedding_dim = 0;
   o.rule = OptimizerRule::kSgd;
   o.learning_rate = 1;
   o.flush_interval_ms = 1;
   o.redo_log_bytes = 8192;
+  return o;
+}
+
+// `rounds` pushes of `keys` by `writer` (sequences 1..rounds), each followed
+// by a training pull; with retry_every > 0 every retry_every-th push is sent
+// twice, and the retry must apply nothing.
+void PushAndPull(SparseTable& t, const std::vector<uint64_t>& keys,
+                 uint64_t writer, uint64_t rounds, uint64_t retry_every) {
+  std::vector<float> grads(keys.size(), -1), ones(keys.size(), 1),
+      out(keys.size());
+  for (uint64_t r = 1; r <= rounds; ++r) {
+    PushBatch b{keys, grads.data(), ones.data(), ones.data(), writer, r};
+    EXPECT_TRUE(t.Push(b).ok());
+    EXPECT_TRUE(t.Pull(keys, true, out.data()).ok());
+    if (retry_every > 0 && r % retry_every == 0) {
+      EXPECT_EQ(t.Push(b)->applied_keys, 0u);
+    }
+  }
+}
+
+void ExpectCounts(SparseTable& t, const std::vector<uint64_t>& keys,
+                  float want) {
+  std::vector<float> w(keys.size());
+  ASSERT_TRUE(t.Pull(keys, false, w.data()).ok());
+  for (float v : w) EXPECT_EQ(v, want);
+}
+
+// Run under ThreadSanitizer by `make sanitize`.
+TEST(RedoTableTest, ConcurrentPushesPullsAndFlushesAllLand) {
+  TableOptions o = CounterOptions("threads");
   o.hot_tier_bytes = 1;
   constexpr int kThreads = 4, kRounds = 60;
   std::vector<uint64_t> keys(200);
@@ -281,43 +313,22 @@ TEST(RedoTableTest, ConcurrentPushesPullsAndFlushesAllLand) {
     ASSERT_TRUE(t.ok()) << t.status();
     std::vector<std::thread> threads;
     for (int th = 0; th < kThreads; ++th) {
-      threads.emplace_back([&, th] {
-        std::vector<float> grads(keys.size(), -1), ones(keys.size(), 1),
-            out(keys.size());
-        for (uint64_t r = 1; r <= kRounds; ++r) {
-          PushBatch b{keys,        grads.data(),     ones.data(),
-                      ones.data(), uint64_t(th + 1), r};
-          EXPECT_TRUE((*t)->Push(b).ok());
-          EXPECT_TRUE((*t)->Pull(keys, true, out.data()).ok());
-          // A retry of the push just acknowledged is a duplicate.
-          if (r % 10 == 0) {
-            EXPECT_EQ((*t)->Push(b)->applied_keys, 0u);
-          }
-        }
-      });
+      threads.emplace_back(
+          [&, th] { PushAndPull(**t, keys, th + 1, kRounds, 10); });
     }
     for (auto& th : threads) th.join();
-    std::vector<float> w(keys.size());
-    ASSERT_TRUE((*t)->Pull(keys, false, w.data()).ok());
-    for (float v : w) EXPECT_EQ(v, kThreads * kRounds);
+    ExpectCounts(**t, keys, kThreads * kRounds);
   }
   auto t = NewTable(o);  // and after a clean reopen
   ASSERT_TRUE(t.ok()) << t.status();
-  std::vector<float> w(keys.size());
-  ASSERT_TRUE((*t)->Pull(keys, false, w.data()).ok());
-  for (float v : w) EXPECT_EQ(v, kThreads * kRounds);
+  ExpectCounts(**t, keys, kThreads * kRounds);
 }
 
 // Whole-table operations (Flush, Snapshot: every shard lock, the flush and
 // the log truncation) between concurrent pushes and pulls: every push lands
 // once, and nothing is lost across a reopen.
 TEST(RedoTableTest, FlushesAndSnapshotsDuringPushesLoseNothing) {
-  TableOptions o = Options(FreshDir("threads_admin"));
-  o.embedding_dim = 0;
-  o.rule = OptimizerRule::kSgd;
-  o.learning_rate = 1;
-  o.flush_interval_ms = 1;
-  o.redo_log_bytes = 8192;
+  const TableOptions o = CounterOptions("threads_admin");
   constexpr int kThreads = 3, kRounds = 80;
   std::vector<uint64_t> keys(300);
   for (uint64_t k = 0; k < keys.size(); ++k) keys[k] = k * 7;
@@ -328,14 +339,7 @@ TEST(RedoTableTest, FlushesAndSnapshotsDuringPushesLoseNothing) {
     std::vector<std::thread> threads;
     for (int th = 0; th < kThreads; ++th) {
       threads.emplace_back([&, th] {
-        std::vector<float> grads(keys.size(), -1), ones(keys.size(), 1),
-            out(keys.size());
-        for (uint64_t r = 1; r <= kRounds; ++r) {
-          PushBatch b{keys,        grads.data(),     ones.data(),
-                      ones.data(), uint64_t(th + 1), r};
-          EXPECT_TRUE((*t)->Push(b).ok());
-          EXPECT_TRUE((*t)->Pull(keys, true, out.data()).ok());
-        }
+        PushAndPull(**t, keys, th + 1, kRounds, 0);
         --running;
       });
     }
@@ -348,15 +352,11 @@ TEST(RedoTableTest, FlushesAndSnapshotsDuringPushesLoseNothing) {
     }
     for (auto& th : threads) th.join();
     EXPECT_GT(snapshots, 0);
-    std::vector<float> w(keys.size());
-    ASSERT_TRUE((*t)->Pull(keys, false, w.data()).ok());
-    for (float v : w) EXPECT_EQ(v, kThreads * kRounds);
+    ExpectCounts(**t, keys, kThreads * kRounds);
   }
   auto t = NewTable(o);
   ASSERT_TRUE(t.ok()) << t.status();
-  std::vector<float> w(keys.size());
-  ASSERT_TRUE((*t)->Pull(keys, false, w.data()).ok());
-  for (float v : w) EXPECT_EQ(v, kThreads * kRounds);
+  ExpectCounts(**t, keys, kThreads * kRounds);
 }
 
 }  // namespace

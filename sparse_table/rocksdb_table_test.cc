@@ -46,12 +46,11 @@ std::unique_ptr<SparseTable> Open(const TableOptions& o) {
   return t.ok() ? *std::move(t) : nullptr;
 }
 
-// Pushes grads of -1 on every entry with show 1, click 0.
-absl::StatusOr<PushResult> PushOnes(SparseTable& t,
-                                    const std::vector<uint64_t>& keys,
-                                    uint64_t writer = 0, uint64_t seq = 0,
-                                    float grad = -1.0f) {
-  std::vector<float> grads(keys.size() * t.pull_dim(), grad);
+// Pushes `grads` (pull_dim() per key) with show 1, click 0.
+absl::StatusOr<PushResult> PushGrads(SparseTable& t,
+                                     const std::vector<uint64_t>& keys,
+                                     const std::vector<float>& grads,
+                                     uint64_t writer, uint64_t seq) {
   std::vector<float> shows(keys.size(), 1), clicks(keys.size(), 0);
   PushBatch b;
   b.keys = keys;
@@ -61,6 +60,16 @@ absl::StatusOr<PushResult> PushOnes(SparseTable& t,
   b.writer_id = writer;
   b.sequence = seq;
   return t.Push(b);
+}
+
+// Pushes grads of `grad` (-1) on every entry.
+absl::StatusOr<PushResult> PushOnes(SparseTable& t,
+                                    const std::vector<uint64_t>& keys,
+                                    uint64_t writer = 0, uint64_t seq = 0,
+                                    float grad = -1.0f) {
+  return PushGrads(t, keys,
+                   std::vector<float>(keys.size() * t.pull_dim(), grad), writer,
+                   seq);
 }
 
 std::vector<float> PullAll(SparseTable& t, const std::vector<uint64_t>& keys,
@@ -193,15 +202,7 @@ TEST_P(RocksDbTableTest, LargePushesApplyInRunsOfShardsExactlyOnce) {
 
   std::vector<float> grads(keys.size() * rocks->pull_dim(), 1.0f);
   grads.back() = std::nanf("");  // in the last run of shards
-  std::vector<float> shows(keys.size(), 1), clicks(keys.size(), 0);
-  PushBatch bad;
-  bad.keys = keys;
-  bad.grads = grads.data();
-  bad.shows = shows.data();
-  bad.clicks = clicks.data();
-  bad.writer_id = 5;
-  bad.sequence = 7;
-  EXPECT_EQ(rocks->Push(bad).status().code(),
+  EXPECT_EQ(PushGrads(*rocks, keys, grads, 5, 7).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(PullAll(*rocks, all), before);
 
