@@ -15,6 +15,7 @@
 #        [WRITE_BACK=SST_FILES|MEMTABLE] (the fleet's redo log write-back)
 #        [REPS=3] [PS_THREADS=2] [SAMPAN=bazel-bin/cli/sampan]
 #        [CLIENT=bazel-bin/bench/ps_load_client]
+#        [TRACE_DIR=dir] (per pull: start in Unix ms, latency in ms)
 #        bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
 #        (after `make build`)
 set -euo pipefail
@@ -97,7 +98,8 @@ run_clients() {  # target_keys_per_sec_per_client tag
   for c in $(seq 1 "$C"); do
     /usr/bin/time -f "%U %S" -o "$TMP/$2-$c.time" "$CLIENT" --pservers="$list" \
       --seconds="$SECS" --batch=$BATCH --dim=$DIM --seed="$((c + 10))" \
-      --target_keys_per_sec="$1" > "$TMP/$2-$c.out" &
+      --target_keys_per_sec="$1" ${TRACE_DIR:+--latency_trace="$TRACE_DIR/$2-$c.trace"} \
+      > "$TMP/$2-$c.out" &
     clients+=($!)
   done
   wait "${clients[@]}"

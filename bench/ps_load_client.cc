@@ -14,6 +14,9 @@
 // RPC): the ceiling the RPC path is compared with; with --data_dir its
 // table is RocksDB-backed (WAL durability, --durability_log) like the
 // pservers'.
+// --latency_trace=FILE writes one line per pull, "start_ms latency_ms" (the
+// start in Unix milliseconds), to tell a stall (slow pulls in one window) from
+// a tail spread over the run.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -117,7 +120,7 @@ int Run(const Flags& flags) {
   }
   std::vector<float> rows(size_t(batch) * dim),
       grads(size_t(batch) * dim, 0.001f), ones(batch, 1.0f), zeros(batch, 0.0f);
-  std::vector<double> latencies_ms;
+  std::vector<double> latencies_ms, starts_ms;
   uint64_t pulled = 0, pushed = 0;
   const double cpu_start = CpuSeconds();
   const absl::Time start = absl::Now();
@@ -137,6 +140,7 @@ int Run(const Flags& flags) {
     } else {
       s = client->Pull(keys, true, rows.data());
       latencies_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
+      starts_ms.push_back(absl::ToDoubleMilliseconds(t0 - absl::UnixEpoch()));
       if (s.ok()) s = client->PushAsync(keys, grads, ones, zeros);
     }
     if (!s.ok()) {
@@ -158,6 +162,14 @@ int Run(const Flags& flags) {
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
   const uint64_t push_requests = client ? client->Stats().pushes_sent : 0;
   const double cpu = CpuSeconds() - cpu_start;
+  if (flags.Has("latency_trace")) {
+    FILE* f = std::fopen(flags.Get("latency_trace").c_str(), "w");
+    if (f == nullptr) return 1;
+    for (size_t i = 0; i < latencies_ms.size(); ++i) {
+      std::fprintf(f, "%.3f %.3f\n", starts_ms[i], latencies_ms[i]);
+    }
+    std::fclose(f);
+  }
   std::printf(
       "keys_pulled=%llu keys_pushed=%llu seconds=%.3f p50_ms=%.3f "
       "p99_ms=%.3f p999_ms=%.3f cpu_s=%.3f push_requests=%llu\n",
@@ -179,7 +191,7 @@ int main(int argc, char** argv) {
       argc, argv, 1,
       {"pservers", "batch", "dim", "seconds", "target_keys_per_sec", "mode",
        "num_shards", "key_space", "seed", "data_dir", "batches",
-       "durability_log"});
+       "durability_log", "latency_trace"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
     return 2;

@@ -4,12 +4,29 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace sampan {
 
 void SetCurrentThreadNice(int nice) {
   // On Linux PRIO_PROCESS with a thread id changes only that thread.
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice);
+}
+
+int SetNiceOfThreadsNamed(const std::string& name, int nice) {
+  int set = 0;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    if (!std::getline(comm, got) || got != name) continue;
+    const id_t tid = std::stoul(task.path().filename().string());
+    if (setpriority(PRIO_PROCESS, tid, nice) == 0) ++set;
+  }
+  return set;
 }
 
 }  // namespace sampan

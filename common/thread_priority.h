@@ -9,6 +9,8 @@
 #ifndef SAMPAN_COMMON_THREAD_PRIORITY_H_
 #define SAMPAN_COMMON_THREAD_PRIORITY_H_
 
+#include <string>
+
 namespace sampan {
 
 // Nice value of background threads: weight 110 against 1024 for nice 0, so
@@ -19,6 +21,12 @@ inline constexpr int kBackgroundNice = 10;
 // Sets the calling thread's (not the process's) nice value. Raising it needs
 // no privilege; a failure is ignored, since only latency suffers.
 void SetCurrentThreadNice(int nice);
+
+// Sets the nice value of every thread of this process whose name
+// (/proc/self/task/*/comm) is `name`; returns how many it set. For pools a
+// library starts, such as RocksDB's, whose threads take a lowered priority
+// only when they next run a job.
+int SetNiceOfThreadsNamed(const std::string& name, int nice);
 
 }  // namespace sampan
 

@@ -1,10 +1,12 @@
 #include "common/thread_priority.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <thread>
 
@@ -31,6 +33,26 @@ TEST(ThreadPriority, ChangesOnlyTheCallingThread) {
   t.join();
   EXPECT_EQ(inside, want);
   EXPECT_EQ(NiceOf(Tid()), before);  // the test's own thread is untouched
+}
+
+TEST(ThreadPriority, SetsThreadsByName) {
+  const int before = NiceOf(Tid());
+  const int want = std::min(before + 2, 19);
+  std::atomic<int> phase{0};
+  int inside = -100;
+  std::thread t([&] {
+    pthread_setname_np(pthread_self(), "sampan:prio");
+    phase = 1;
+    while (phase != 2) std::this_thread::yield();
+    inside = NiceOf(Tid());
+  });
+  while (phase != 1) std::this_thread::yield();
+  EXPECT_EQ(SetNiceOfThreadsNamed("sampan:prio", want), 1);
+  EXPECT_EQ(SetNiceOfThreadsNamed("sampan:none", want), 0);
+  phase = 2;
+  t.join();
+  EXPECT_EQ(inside, want);
+  EXPECT_EQ(NiceOf(Tid()), before);
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 #include <vector>
@@ -361,6 +366,39 @@ TEST_P(RocksDbTableTest, ConcurrentPullsAndPushesAllLand) {
   }
   for (auto& th : threads) th.join();
   for (float w : PullAll(*t, keys)) EXPECT_EQ(w, kThreads * kRounds);
+}
+
+// The nice values of this process's threads named `name`.
+std::vector<int> NiceOfThreads(const std::string& name) {
+  std::vector<int> nice;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    std::getline(comm, got);
+    if (got != name) continue;
+    errno = 0;
+    const int n = getpriority(PRIO_PROCESS, std::stoi(task.path().filename()));
+    if (errno == 0) nice.push_back(n);
+  }
+  return nice;
+}
+
+// Compactions must not take the cores from pulls (row_store.cc says why),
+// from the first one on; memtable flushes keep their priority.
+TEST(RocksDbCompactionTest, RunsAtLowCpuPriority) {
+  durability_log = DurabilityLog::kRedoLog;
+  auto t = Open(Options(FreshDir("nice"), OptimizerRule::kSgd, 0));
+  const auto keys = Range(0, 2000);
+  // Overlapping files, each a level higher, until level 0 compacts.
+  for (int round = 1; round <= 12; ++round) {
+    ASSERT_TRUE(PushOnes(*t, keys, 1, round).ok());
+    ASSERT_TRUE(t->Flush().ok());
+    const std::vector<int> nice = NiceOfThreads("rocksdb:low");
+    ASSERT_FALSE(nice.empty()) << "no rocksdb:low thread";
+    for (int n : nice) EXPECT_EQ(n, 19) << "compaction thread, round " << round;
+  }
+  for (int n : NiceOfThreads("rocksdb:high")) EXPECT_EQ(n, 0) << "flush thread";
 }
 
 TEST_P(RocksDbTableTest, MissingDataDirIsAnError) {
