@@ -363,6 +363,14 @@ class Launcher {
         c.status = status;
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (!clean && Restart(c)) continue;
+        if (!clean && stopping_) {
+          // The job's result stands; a crash while it winds down only
+          // loses what a restart would have recovered anyway.
+          std::cerr << c.name << " (pid " << c.pid << ") "
+                    << DescribeExit(status)
+                    << " while the job was stopping; not restarted\n";
+          continue;
+        }
         if ((!clean || !c.is_trainer) && failed_child_ == nullptr) {
           failed_child_ = &c;
         }
