@@ -18,8 +18,20 @@
 #        [TRACE_DIR=dir] (per pull: start in Unix ms, latency in ms)
 #        bench/ps_load.sh [P=2] [C=2] [SECONDS=10]
 #        (after `make build`)
-set -euo pipefail
-trap 'echo "bench/ps_load.sh: failed at line $LINENO" >&2' ERR
+set -Eeuo pipefail  # -E: the ERR trap fires inside functions too
+# On a failure, the pservers' last words too: the run's directory is
+# removed on exit, and a client's error alone rarely says why.
+failed() {
+  # Once, from the script itself: not from a $(...) subshell, nor again
+  # at each calling function.
+  [ "$BASHPID" = "$$" ] && [ -z "${reported:-}" ] || return 0
+  reported=1
+  echo "bench/ps_load.sh: failed at line $1" >&2
+  for f in "${TMP:-/nonexistent}"/pserver-*.log; do
+    [ -f "$f" ] && { echo "--- $f" >&2; tail -5 "$f" >&2; }
+  done
+}
+trap 'failed $LINENO' ERR
 cd "$(dirname "$0")/.."
 P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; WRITE_BACK=${WRITE_BACK:-SST_FILES}; BATCH=4096; DIM=16; SHARDS=64
 REPS=${REPS:-3}; PS_THREADS=${PS_THREADS:-2}

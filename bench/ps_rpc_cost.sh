@@ -8,8 +8,8 @@
 # on an idle machine whose cores are all busy it sets the throughput ratio.
 #
 # usage: bench/ps_rpc_cost.sh [P=2] [C=2] [SECONDS=6]   (after `make build`)
-set -euo pipefail
-trap 'echo "bench/ps_rpc_cost.sh: failed at line $LINENO" >&2' ERR
+set -Eeuo pipefail  # -E: the ERR trap fires inside functions too
+trap '[ "$BASHPID" = "$$" ] && echo "bench/ps_rpc_cost.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 P=${1:-2}; C=${2:-2}; SECS=${3:-6}
 SAMPAN=bazel-bin/cli/sampan; CLIENT=bazel-bin/bench/ps_load_client

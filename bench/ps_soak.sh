@@ -6,8 +6,8 @@
 # resident memory over time (bounded, not growing) and pull latency.
 #
 # usage: bench/ps_soak.sh [CLIENTS=32] [SECONDS=120] [KEYS_PER_SEC_PER_CLIENT=4000]
-set -euo pipefail
-trap 'echo "bench/ps_soak.sh: failed at line $LINENO" >&2' ERR
+set -Eeuo pipefail  # -E: the ERR trap fires inside functions too
+trap '[ "$BASHPID" = "$$" ] && echo "bench/ps_soak.sh: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 C=${1:-32}; SECS=${2:-120}; RATE=${3:-4000}
 SAMPAN=bazel-bin/cli/sampan; CLIENT=bazel-bin/bench/ps_load_client
