@@ -1,5 +1,6 @@
 #include "common/thread_priority.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,6 +28,10 @@ int SetNiceOfThreadsNamed(const std::string& name, int nice) {
     if (setpriority(PRIO_PROCESS, tid, nice) == 0) ++set;
   }
   return set;
+}
+
+void SetCurrentThreadName(const std::string& name) {
+  (void)pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 }
 
 }  // namespace sampan

@@ -1,4 +1,4 @@
-// Scheduling priority of background threads.
+// Scheduling priority and names of threads.
 //
 // A pserver's background work (writing dirty rows back to RocksDB, RocksDB's
 // own flushes and compactions) can wait; a trainer's Pull cannot. On a busy
@@ -27,6 +27,11 @@ void SetCurrentThreadNice(int nice);
 // library starts, such as RocksDB's, whose threads take a lowered priority
 // only when they next run a job.
 int SetNiceOfThreadsNamed(const std::string& name, int nice);
+
+// Names the calling thread (cut to the kernel's 15 characters), so that
+// top -H, perf and the scheduler statistics in /proc say which of a
+// process's threads is which.
+void SetCurrentThreadName(const std::string& name);
 
 }  // namespace sampan
 

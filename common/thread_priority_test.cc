@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <string>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -41,7 +42,7 @@ TEST(ThreadPriority, SetsThreadsByName) {
   std::atomic<int> phase{0};
   int inside = -100;
   std::thread t([&] {
-    pthread_setname_np(pthread_self(), "sampan:prio");
+    SetCurrentThreadName("sampan:prio");
     phase = 1;
     while (phase != 2) std::this_thread::yield();
     inside = NiceOf(Tid());
@@ -53,6 +54,18 @@ TEST(ThreadPriority, SetsThreadsByName) {
   t.join();
   EXPECT_EQ(inside, want);
   EXPECT_EQ(NiceOf(Tid()), before);
+}
+
+TEST(ThreadPriority, LongNamesAreCut) {
+  std::string got;
+  std::thread t([&] {
+    SetCurrentThreadName("a-name-of-twenty-chars");
+    char buf[32] = {};
+    pthread_getname_np(pthread_self(), buf, sizeof(buf));
+    got = buf;
+  });
+  t.join();
+  EXPECT_EQ(got, "a-name-of-twent");
 }
 
 }  // namespace

@@ -34,8 +34,8 @@ class PserverImpl final : public Pserver,
   PserverImpl(const PserverOptions& options, std::unique_ptr<SparseTable> table)
       : options_(options),
         table_(std::move(table)),
-        pull_pool_(options.num_workers, options.max_queued_requests),
-        push_pool_(options.num_workers, options.max_queued_requests),
+        pull_pool_(options.num_workers, options.max_queued_requests, "ps-pull"),
+        push_pool_(options.num_workers, options.max_queued_requests, "ps-push"),
         disk_(options.data_dir, options.min_free_disk_bytes),
         metrics_(PserverMetrics::Get()) {}
 

@@ -1,11 +1,17 @@
 #include "pserver/worker_pool.h"
 
+#include "common/thread_priority.h"
+
 namespace sampan {
 
-WorkerPool::WorkerPool(int num_threads, size_t max_queued)
+WorkerPool::WorkerPool(int num_threads, size_t max_queued,
+                       const std::string& name)
     : max_queued_(max_queued) {
   for (int i = 0; i < num_threads; ++i) {
-    threads_.emplace_back([this] { WorkerLoop(); });
+    threads_.emplace_back([this, name, i] {
+      SetCurrentThreadName(name + "-" + std::to_string(i));
+      WorkerLoop();
+    });
   }
 }
 

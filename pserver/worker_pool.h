@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,7 +25,9 @@ namespace sampan {
 
 class WorkerPool {
  public:
-  WorkerPool(int num_threads, size_t max_queued);
+  // Threads are named "<name>-<i>" (common/thread_priority.h).
+  WorkerPool(int num_threads, size_t max_queued,
+             const std::string& name = "worker");
   ~WorkerPool();  // calls Stop()
 
   // Queues `task`; false (task dropped) when the queue is full or stopping.

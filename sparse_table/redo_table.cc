@@ -284,6 +284,7 @@ void ShardedTable::FlusherLoop() {
   // for good: a shard whose dirty rows fill its budget is flushed by the
   // pusher itself, at normal priority.
   SetCurrentThreadNice(kBackgroundNice);
+  SetCurrentThreadName("table-flusher");
   std::unique_lock<std::mutex> lock(flusher_mu_);
   while (!stop_) {
     flusher_cv_.wait_for(lock, std::chrono::milliseconds(o_.flush_interval_ms),

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/thread_priority.h"
 #include "trainer/client/retry.h"
 
 namespace sampan {
@@ -84,7 +85,10 @@ PushQueue::PushQueue(const PsClientOptions& options, int pserver,
       pserver_(pserver),
       stub_(std::move(stub)),
       metrics_(NewPushQueueMetrics(pserver)) {
-  sender_ = std::thread([this] { SenderLoop(); });
+  sender_ = std::thread([this] {
+    SetCurrentThreadName("push-to-ps" + std::to_string(pserver_));
+    SenderLoop();
+  });
 }
 
 PushQueue::~PushQueue() {
