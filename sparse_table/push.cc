@@ -143,9 +143,13 @@ void ShardedTable::PushInMemory(const PushBatch& b,
   const uint32_t pd = pull_dim();
   const std::vector<Group> groups = GroupByShard(b.keys);
   absl::flat_hash_set<uint64_t> refused;  // admission said no in this push
-  ShardLocks locks(shards_, groups);
+  // One shard lock at a time: exactly-once and snapshots need each shard's
+  // rows and sequence to change together, not every shard's at once, and a
+  // push holding all of them stalled the other trainer threads' pulls for
+  // the whole push (local training: the threads' table work serialized).
   for (const Group& g : groups) {
     Shard& sh = shards_[g.shard];
+    std::lock_guard<std::mutex> lock(sh.mu);
     if (b.sequence != 0) {
       auto [it, inserted] = sh.last_sequence.try_emplace(b.writer_id, 0);
       if (!inserted && b.sequence <= it->second) {

@@ -204,12 +204,13 @@ class SparseTable {
   // rows. Exactly once: when batch.sequence > 0, each shard the batch touches
   // applies it only if the sequence is above the last one it applied for
   // batch.writer_id, and records it atomically with the rows it changed; a
-  // replay changes nothing. Shards apply a push one run of shards after
-  // another (RocksDB backend, pushes of over 4,096 keys), so a concurrent
-  // Pull may see some of its shards applied and not others. Writers send their
-  // pushes in sequence order. InvalidArgument on a NaN/Inf gradient under
-  // kRejectBatch (nothing is applied). On a storage error nothing of this push
-  // is acknowledged; the writer retries it with the same sequence.
+  // replay changes nothing. Shards apply a push one after another (memory
+  // backend) or one run of shards after another (RocksDB backend, pushes of
+  // over 4,096 keys), so a concurrent Pull or snapshot may see some of its
+  // shards applied and not others; a retry completes it on the rest. Writers
+  // send their pushes in sequence order. InvalidArgument on a NaN/Inf gradient
+  // under kRejectBatch (nothing is applied). On a storage error nothing of this
+  // push is acknowledged; the writer retries it with the same sequence.
   virtual absl::StatusOr<PushResult> Push(const PushBatch& batch) = 0;
 
   // Decays statistics, ages every row by one day and deletes rows whose
