@@ -145,8 +145,8 @@ void ShardedTable::PushInMemory(const PushBatch& b,
   absl::flat_hash_set<uint64_t> refused;  // admission said no in this push
   // One shard lock at a time: exactly-once and snapshots need each shard's
   // rows and sequence to change together, not every shard's at once, and a
-  // push holding all of them stalled the other trainer threads' pulls for
-  // the whole push (local training: the threads' table work serialized).
+  // push holding all of them stalled every pull of the table (a pserver's
+  // gRPC threads, a local trainer's other threads) for the whole push.
   for (const Group& g : groups) {
     Shard& sh = shards_[g.shard];
     std::lock_guard<std::mutex> lock(sh.mu);
