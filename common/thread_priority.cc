@@ -16,16 +16,23 @@ void SetCurrentThreadNice(int nice) {
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice);
 }
 
-int SetNiceOfThreadsNamed(const std::string& name, int nice) {
-  int set = 0;
+std::vector<pid_t> ThreadIdsNamed(const std::string& name) {
+  std::vector<pid_t> tids;
   std::error_code ec;
   for (const auto& task :
        std::filesystem::directory_iterator("/proc/self/task", ec)) {
     std::ifstream comm(task.path() / "comm");
     std::string got;
     if (!std::getline(comm, got) || got != name) continue;
-    const id_t tid = std::stoul(task.path().filename().string());
-    if (setpriority(PRIO_PROCESS, tid, nice) == 0) ++set;
+    tids.push_back(static_cast<pid_t>(std::stol(task.path().filename())));
+  }
+  return tids;
+}
+
+int SetNiceOfThreadsNamed(const std::string& name, int nice) {
+  int set = 0;
+  for (pid_t tid : ThreadIdsNamed(name)) {
+    if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice) == 0) ++set;
   }
   return set;
 }

@@ -9,7 +9,10 @@
 #ifndef SAMPAN_COMMON_THREAD_PRIORITY_H_
 #define SAMPAN_COMMON_THREAD_PRIORITY_H_
 
+#include <sys/types.h>
+
 #include <string>
+#include <vector>
 
 namespace sampan {
 
@@ -22,10 +25,17 @@ inline constexpr int kBackgroundNice = 10;
 // no privilege; a failure is ignored, since only latency suffers.
 void SetCurrentThreadNice(int nice);
 
-// Sets the nice value of every thread of this process whose name
-// (/proc/self/task/*/comm) is `name`; returns how many it set. For pools a
-// library starts, such as RocksDB's, whose threads take a lowered priority
-// only when they next run a job.
+// Nice value of RocksDB's CpuPriority::kLow, which its pool threads set
+// themselves when they next run a job.
+inline constexpr int kRocksDbLowNice = 19;
+
+// The ids of this process's threads whose name (/proc/self/task/*/comm) is
+// `name`.
+std::vector<pid_t> ThreadIdsNamed(const std::string& name);
+
+// Sets the nice value of every thread ThreadIdsNamed(name) lists; returns
+// how many it set. For pools a library starts, such as RocksDB's, whose
+// threads take a lowered priority only when they next run a job.
 int SetNiceOfThreadsNamed(const std::string& name, int nice);
 
 // Names the calling thread (cut to the kernel's 15 characters), so that

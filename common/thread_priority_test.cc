@@ -48,6 +48,8 @@ TEST(ThreadPriority, SetsThreadsByName) {
     inside = NiceOf(Tid());
   });
   while (phase != 1) std::this_thread::yield();
+  ASSERT_EQ(ThreadIdsNamed("sampan:prio").size(), 1u);
+  EXPECT_TRUE(ThreadIdsNamed("sampan:none").empty());
   EXPECT_EQ(SetNiceOfThreadsNamed("sampan:prio", want), 1);
   EXPECT_EQ(SetNiceOfThreadsNamed("sampan:none", want), 0);
   phase = 2;

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "common/thread_priority.h"
 #include "gtest/gtest.h"
 #include "sparse_table/sparse_table.h"
 
@@ -371,14 +371,9 @@ TEST_P(RocksDbTableTest, ConcurrentPullsAndPushesAllLand) {
 // The nice values of this process's threads named `name`.
 std::vector<int> NiceOfThreads(const std::string& name) {
   std::vector<int> nice;
-  for (const auto& task :
-       std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string got;
-    std::getline(comm, got);
-    if (got != name) continue;
+  for (pid_t tid : ThreadIdsNamed(name)) {
     errno = 0;
-    const int n = getpriority(PRIO_PROCESS, std::stoi(task.path().filename()));
+    const int n = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
     if (errno == 0) nice.push_back(n);
   }
   return nice;
@@ -396,7 +391,9 @@ TEST(RocksDbCompactionTest, RunsAtLowCpuPriority) {
     ASSERT_TRUE(t->Flush().ok());
     const std::vector<int> nice = NiceOfThreads("rocksdb:low");
     ASSERT_FALSE(nice.empty()) << "no rocksdb:low thread";
-    for (int n : nice) EXPECT_EQ(n, 19) << "compaction thread, round " << round;
+    for (int n : nice) {
+      EXPECT_EQ(n, kRocksDbLowNice) << "compaction thread, round " << round;
+    }
   }
   for (int n : NiceOfThreads("rocksdb:high")) EXPECT_EQ(n, 0) << "flush thread";
 }

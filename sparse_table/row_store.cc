@@ -100,7 +100,7 @@ rocksdb::ColumnFamilyOptions CfOptions(const TableOptions& o) {
 void LowerCompactionPriority() {
   rocksdb::Env::Default()->LowerThreadPoolCPUPriority(
       rocksdb::Env::Priority::LOW, rocksdb::CpuPriority::kLow);
-  SetNiceOfThreadsNamed("rocksdb:low", 19);
+  SetNiceOfThreadsNamed("rocksdb:low", kRocksDbLowNice);
 }
 
 std::mutex registry_mu;
