@@ -15,7 +15,7 @@ trap cleanup_job EXIT
 job="$TMP/hybrid-kill"
 write_job "$job"
 sed -i -e 's/^model: {type: LR}/model: {type: DNN, embedding_dim: 8, hidden: [32, 16],\n        dense_optimizer: {type: ADAM, learning_rate: 0.001}}/' \
-  -e 's/every_seconds: 2/every_steps: 40/' -e 's/epochs: 2/epochs: 1/' "$job.yaml"
+  -e 's/every_seconds: 2, every_steps: 100/every_steps: 40/' -e 's/epochs: 2/epochs: 1/' "$job.yaml"
 export SAMPAN_DENSE_CHECK_EVERY=5
 start_time=$(date +%s)
 start_job "$job" || finish

@@ -74,7 +74,9 @@ data:
   synthetic: {rows: 0}
   train_files: [$data/train.tsv]
   test_files: [$data/test.tsv]
-checkpoint: {every_seconds: 2, keep: 3, timeout_seconds: 30}
+# every_steps too: an idle machine trains the job (~350 steps a trainer) in
+# about 2 s, before the first timed checkpoint (trainer_kill_test failed so).
+checkpoint: {every_seconds: 2, every_steps: 100, keep: 3, timeout_seconds: 30}
 ${2:-}
 YAML
 }
@@ -174,7 +176,12 @@ check_auc() {  # job dir
 # $victim), waits for the launcher ($rc) and shows the end of its output.
 kill_trainer_after_checkpoint() {  # job dir
   for _ in $(seq 1 600); do [ "$(checkpoints_of "$1")" -ge 1 ] && break; sleep 0.1; done
-  [ "$(checkpoints_of "$1")" -ge 1 ] || fail "no checkpoint within 60 s"
+  if [ "$(checkpoints_of "$1")" -lt 1 ]; then
+    fail "no checkpoint within 60 s"
+    # What the job said of its checkpoints, so the failure can be read.
+    tail -8 "$1.out"
+    grep -ih "checkpoint" "$1"/logs/*.log 2>/dev/null | tail -12
+  fi
   sleep 0.5
   victim=$(pgrep -f -- "--config=$1/job.pbtxt --rank=1 " | head -1)
   [ -n "$victim" ] || { fail "trainer-1 not found"; finish; }
