@@ -7,14 +7,16 @@
 //     [--holdout=0.1] [--epochs=1] [--threads=2] [--batch=1024] [--dim=8]
 //     [--hidden=400,400,400] [--cross=3] [--lr=0.05] [--dense_lr=0.001]
 //     [--rule=adagrad|adam|ftrl|sgd] [--l2=0] [--l1=0] [--init=0.01] [--seed=1]
-//     [--min_count=0] [--int=buckets|log|both] [--gemm] [--gather]
+//     [--min_count=0] [--int=buckets|log|both] [--init_acc=0.01] [--empty]
+//     [--gemm] [--gather]
 // --gather: the same-run peer of sparse models, one thread's rate of
 // looking up every training sign in an absl::flat_hash_map and summing its
 // row (the reads of a Pull, with nothing written), in examples/s.
 // cpu_s is the process's CPU time while training: on shared cores it moves
 // less with the load than the wall-clock rate.
 // --int: Criteo's integer fields as bucket signs, dense log(1 + x) inputs,
-// or both (data.integer_features).
+// or both (data.integer_features). --empty: an empty field is a sign of its
+// own (data.empty_field_signs). --init_acc: Adagrad's starting sum.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -108,10 +110,11 @@ double CpuSeconds() {
 int Main(int argc, char** argv) {
   auto flags = Flags::Parse(
       argc, argv, 1,
-      {"data",  "format", "model",      "holdout", "epochs",   "threads",
-       "batch", "dim",    "hidden",     "cross",   "lr",       "dense_lr",
-       "l2",    "init",   "seed",       "gemm",    "dense_l2", "min_count",
-       "rule",  "l1",     "test_first", "int",     "gather"});
+      {"data",       "format",   "model",     "holdout",  "epochs",
+       "threads",    "batch",    "dim",       "hidden",   "cross",
+       "lr",         "dense_lr", "l2",        "init",     "seed",
+       "gemm",       "dense_l2", "min_count", "rule",     "l1",
+       "test_first", "int",      "gather",    "init_acc", "empty"});
   if (!flags.ok() || !flags->Has("data")) {
     std::fprintf(stderr, "usage: model_train_bench --data=FILE ...\n");
     return 2;
@@ -123,6 +126,7 @@ int Main(int argc, char** argv) {
   const std::string ints = f.Get("int", "buckets");
   load.int_buckets = ints != "log";
   load.int_log_dense = ints == "log" || ints == "both";
+  load.empty_field_signs = f.GetBool("empty");
   // The test set is the file's last `holdout` lines (or, with --test_first,
   // its first: a second split to check the tail is not unusual).
   const double holdout = Num(f, "holdout", 0.1);
@@ -166,6 +170,7 @@ int Main(int argc, char** argv) {
                  : rule == "sgd"  ? OptimizerRule::kSgd
                                   : OptimizerRule::kAdagrad;
   o.table.init_range = Num(f, "init", 0.01);
+  o.table.initial_accumulator = Num(f, "init_acc", 0.01);
   o.dense.learning_rate = Num(f, "dense_lr", 0.001);
   o.dense.l2 = Num(f, "dense_l2", 0);
   o.threads = Num(f, "threads", 2);

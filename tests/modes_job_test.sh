@@ -4,8 +4,11 @@
 #   1. SYNC (a barrier per step) and HYBRID train to test AUC > 0.70, and
 #      their AUCs are within 0.01 of each other;
 #   2. ASYNC keeps the dense weights on the pservers: it trains to test AUC
-#      > 0.70, within 0.01 of SYNC, with no collective (no dense hash files), the trainer says how
-#      many pserver rows hold them, and its exported model scores the same;
+#      > 0.70, at most 0.01 below SYNC (its dense rows take the table's
+#      Adagrad, not model.dense_optimizer's Adam, and on this data often end
+#      up to 0.01 above: 6 runs, +0.001 to +0.010), with no collective (no
+#      dense hash files), the trainer says how many pserver rows hold them,
+#      and its exported model scores the same;
 #   3. a mode for a model without dense weights (FM + SYNC) is a config
 #      error: exit 2 naming model.mode.
 set -uo pipefail
@@ -42,8 +45,8 @@ awk -v a="${sync:-0}" -v b="${hybrid:-1}" 'BEGIN { d = a - b; exit !(d * d < 1e-
 
 async=$(run_mode ASYNC)
 above "${async:-0}" 0.70 && pass "ASYNC AUC $async" || fail "ASYNC AUC '$async' <= 0.70"
-awk -v a="${sync:-0}" -v b="${async:-1}" 'BEGIN { d = a - b; exit !(d * d < 1e-4) }' \
-  && pass "ASYNC AUC $async within 0.01 of SYNC" || fail "ASYNC '$async' vs SYNC '$sync'"
+awk -v a="${sync:-1}" -v b="${async:-0}" 'BEGIN { exit !(b > a - 0.01) }' \
+  && pass "ASYNC AUC $async at most 0.01 below SYNC $sync" || fail "ASYNC '$async' vs SYNC '$sync'"
 ls "$TMP/ASYNC"/dense_hash-*.txt >/dev/null 2>&1 && fail "ASYNC wrote dense hashes" \
   || pass "ASYNC: no allreduce hash files"
 grep -q "async, [0-9]* dense weights in [0-9]* pserver rows" "$TMP/ASYNC/logs/trainer-0.log" \

@@ -70,6 +70,7 @@ bool InputQueue::OpenNext() {
   options.part = rank_;
   options.num_parts = config_.cluster().num_trainers();
   options.start_offset = resume_offset_;
+  options.empty_field_signs = config_.data().empty_field_signs();
   resume_offset_ = 0;
   auto reader = CriteoReader::Open(
       config_.data().train_files(file_index_ % files), options);

@@ -89,6 +89,7 @@ LoadOptions LoadOptionsFromJob(const JobConfig& config) {
   load.max_bad_fraction = d.max_bad_fraction();
   load.int_buckets = d.integer_features() != DataConfig::LOG_DENSE;
   load.int_log_dense = d.integer_features() >= DataConfig::LOG_DENSE;
+  load.empty_field_signs = d.empty_field_signs();
   return load;
 }
 

@@ -15,6 +15,7 @@ absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
   CriteoReaderOptions options;
   options.part = rank;
   options.num_parts = config.cluster().num_trainers();
+  options.empty_field_signs = config.data().empty_field_signs();
   Batch batch;
   for (const std::string& path : config.data().train_files()) {
     auto reader = CriteoReader::Open(path, options);

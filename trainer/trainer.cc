@@ -520,7 +520,9 @@ class Trainer {
     Scratch s;
     CtrModel::Workspace ws;
     for (const std::string& path : config_.data().test_files()) {
-      auto reader = CriteoReader::Open(path, CriteoReaderOptions());
+      CriteoReaderOptions options;
+      options.empty_field_signs = config_.data().empty_field_signs();
+      auto reader = CriteoReader::Open(path, options);
       if (!reader.ok()) return reader.status();
       while ((*reader)->NextBatch(config_.data().batch_size(), &s.batch)) {
         s.Dedup();

@@ -3,11 +3,13 @@
 // The unlabeled test form has 39 fields and no label.
 //
 // Features become signs (common/hash.h):
-//   slot 1..13  (I1..I13): FeatureSign(slot, "b" + bucket), where
-//                bucket = v for v <= 2 (negatives included) and
-//                floor(ln(v)^2) for v > 2;
+//   slot 1..13  (I1..I13): FeatureSign(slot, "s" + v) for v <= 2
+//                (negatives included), FeatureSign(slot, "b" + floor(ln(v)^2))
+//                for v > 2 (the Criteo-winning libffm features' transform);
 //   slot 14..39 (C1..C26): FeatureSign(slot, token);
-//   empty fields produce no sign.
+//   empty fields produce no sign, or with empty_field_signs the sign
+//   FeatureSign(slot, "") (missingness as a feature, as libffm's Criteo
+//   features have it).
 //
 // A reader owns its file and is used by one thread at a time.
 #ifndef SAMPAN_TRAINER_DATA_CRITEO_READER_H_
@@ -38,11 +40,14 @@ absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
 // As above, and when `slots` is not null appends each sign's slot (1..39).
 absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
                              std::vector<uint64_t>* signs,
-                             std::vector<uint16_t>* slots);
+                             std::vector<uint16_t>* slots,
+                             bool empty_field_signs = false);
 
 struct CriteoReaderOptions {
   // True for the 40-field training form, false for the 39-field test form.
   bool labeled = true;
+  // An empty field yields its slot's "empty" sign instead of none.
+  bool empty_field_signs = false;
   // Read only the byte range [part / num_parts, (part + 1) / num_parts) of
   // the file, aligned to whole lines: a line belongs to the part in which it
   // starts. Lets N trainers split one file without coordination.

@@ -86,26 +86,26 @@ ReadResult ReadAll(const std::string& path, CriteoReaderOptions options,
   return result;
 }
 
-uint64_t IntSign(uint32_t slot, const std::string& bucket) {
-  return FeatureSign(slot, "b" + bucket);
+uint64_t IntSign(uint32_t slot, const std::string& token) {
+  return FeatureSign(slot, token);
 }
 
 // --- ParseCriteoLine --------------------------------------------------------
 
 TEST(ParseCriteoLineTest, BucketsIntegers) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"0", "0"},
-      {"1", "1"},
-      {"2", "2"},
-      {"-5", "-5"},
-      {"-1", "-1"},
-      {"3", "1"},  // floor(ln(3)^2) = 1
-      {"4", "1"},
-      {"5", "2"},
-      {"10", "5"},                      // ln(10)^2 = 5.30
-      {"1000", "47"},                   // ln(1000)^2 = 47.7
-      {"9223372036854775807", "1906"},  // ln(2^63-1)^2 = 1906.9
-      {"-9223372036854775808", "-9223372036854775808"},
+      {"0", "s0"},
+      {"1", "s1"},
+      {"2", "s2"},
+      {"-5", "s-5"},
+      {"-1", "s-1"},
+      {"3", "b1"},  // floor(ln(3)^2) = 1, not the sign of 1
+      {"4", "b1"},
+      {"5", "b2"},
+      {"10", "b5"},                      // ln(10)^2 = 5.30
+      {"1000", "b47"},                   // ln(1000)^2 = 47.7
+      {"9223372036854775807", "b1906"},  // ln(2^63-1)^2 = 1906.9
+      {"-9223372036854775808", "s-9223372036854775808"},
   };
   for (const auto& [value, bucket] : cases) {
     std::vector<uint64_t> signs;
@@ -116,7 +116,7 @@ TEST(ParseCriteoLineTest, BucketsIntegers) {
         << value;
     EXPECT_EQ(label, 1.0f);
     ASSERT_EQ(signs.size(), 1u) << value;
-    EXPECT_EQ(signs[0], IntSign(3, bucket)) << value << " -> b" << bucket;
+    EXPECT_EQ(signs[0], IntSign(3, bucket)) << value << " -> " << bucket;
   }
 }
 
@@ -130,7 +130,7 @@ TEST(ParseCriteoLineTest, SlotsAndEmptyFields) {
   ASSERT_TRUE(ParseCriteoLine(line, true, &label, &signs).ok());
   EXPECT_EQ(label, 0.0f);
   EXPECT_EQ(signs, (std::vector<uint64_t>{
-                       42, IntSign(1, "3"), IntSign(13, "-2"),
+                       42, IntSign(1, "b3"), IntSign(13, "s-2"),
                        FeatureSign(14, "05db9164"), FeatureSign(16, "x"),
                        FeatureSign(39, "ab")}));
 }
@@ -142,6 +142,27 @@ TEST(ParseCriteoLineTest, AllEmptyRowHasNoSigns) {
       ParseCriteoLine(MakeLine("1", {}, {}), true, &label, &signs).ok());
   EXPECT_EQ(label, 1.0f);
   EXPECT_TRUE(signs.empty());
+}
+
+TEST(ParseCriteoLineTest, EmptyFieldSignsMakeMissingAFeature) {
+  const std::string line = MakeLine("0", {"7", "", "0"}, {"", "x"});
+  std::vector<uint64_t> signs;
+  std::vector<uint16_t> slots;
+  float label = -1;
+  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &signs, &slots).ok());
+  EXPECT_EQ(signs.size(), 3u);  // I1, I3, C2
+  signs.clear();
+  slots.clear();
+  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &signs, &slots, true).ok());
+  ASSERT_EQ(signs.size(), 39u);
+  for (int i = 0; i < 39; ++i) EXPECT_EQ(slots[i], i + 1);
+  EXPECT_EQ(signs[0], IntSign(1, "b3"));
+  EXPECT_EQ(signs[1], FeatureSign(2, ""));
+  EXPECT_EQ(signs[2], IntSign(3, "s0"));  // zero is a value, not missing
+  EXPECT_NE(signs[1], FeatureSign(3, ""));
+  EXPECT_EQ(signs[13], FeatureSign(14, ""));
+  EXPECT_EQ(signs[14], FeatureSign(15, "x"));
+  EXPECT_EQ(signs[38], FeatureSign(39, ""));
 }
 
 TEST(ParseCriteoLineTest, UnlabeledAndCarriageReturn) {
@@ -236,9 +257,9 @@ TEST(CriteoFixtureTest, Labeled100) {
   const Row& first = r.rows[0];
   EXPECT_EQ(first.label, 0.0f);
   ASSERT_EQ(first.signs.size(), 9u + 16u);
-  EXPECT_EQ(first.signs[0], IntSign(1, "2"));
-  EXPECT_EQ(first.signs[1], IntSign(2, "0"));
-  EXPECT_EQ(first.signs[2], IntSign(5, "47"));  // I5 = 957
+  EXPECT_EQ(first.signs[0], IntSign(1, "s2"));
+  EXPECT_EQ(first.signs[1], IntSign(2, "s0"));
+  EXPECT_EQ(first.signs[2], IntSign(5, "b47"));  // I5 = 957
   EXPECT_EQ(first.signs[9], FeatureSign(14, "05db9164"));
   EXPECT_EQ(first.signs.back(), FeatureSign(36, "32c7478e"));  // C23
   // Line 3: 4 integer fields empty, every categorical field present.
@@ -246,7 +267,7 @@ TEST(CriteoFixtureTest, Labeled100) {
   // Line 15: I2 = -1.
   const Row& negative = r.rows[14];
   EXPECT_EQ(negative.signs.size(), 10u + 21u);
-  EXPECT_EQ(negative.signs[1], IntSign(2, "-1"));
+  EXPECT_EQ(negative.signs[1], IntSign(2, "s-1"));
 }
 
 TEST(CriteoFixtureTest, Unlabeled200) {
@@ -268,7 +289,7 @@ TEST(CriteoFixtureTest, Unlabeled200) {
   }
   EXPECT_EQ(signs, 6770u);
   EXPECT_EQ(r.rows[0].signs.size(), 12u + 25u);
-  EXPECT_EQ(r.rows[0].signs[0], IntSign(1, "1"));
+  EXPECT_EQ(r.rows[0].signs[0], IntSign(1, "s1"));
 
   // Read as labeled, every line is one field short.
   const ReadResult wrong = ReadAll(path, {}, 64);
@@ -332,7 +353,7 @@ TEST(CriteoReaderTest, SkipsAndCountsBadLines) {
   for (const Row& row : r.rows) {
     EXPECT_EQ(row.label, 1.0f);
     EXPECT_EQ(row.signs,
-              (std::vector<uint64_t>{IntSign(1, "1"), FeatureSign(14, "aa")}));
+              (std::vector<uint64_t>{IntSign(1, "b1"), FeatureSign(14, "aa")}));
   }
   EXPECT_THAT(
       log, HasSubstr(path + ":2: expected 40 tab-separated fields, got 2\n"));
@@ -349,6 +370,18 @@ TEST(CriteoReaderTest, LastLineWithoutNewline) {
   const ReadResult r = ReadAll(path, {});
   EXPECT_EQ(r.good, 2u);
   EXPECT_EQ(r.bad, 0u);
+}
+
+TEST(CriteoReaderTest, EmptyFieldSignsOption) {
+  const std::string path = TempPath("empty_signs.tsv");
+  WriteFile(path, MakeLine("1", {"4"}, {"aa"}) + "\n");
+  CriteoReaderOptions options;
+  options.empty_field_signs = true;
+  const ReadResult r = ReadAll(path, options);
+  ASSERT_EQ(r.good, 1u);
+  ASSERT_EQ(r.rows[0].signs.size(), 39u);
+  EXPECT_EQ(r.rows[0].signs[1], FeatureSign(2, ""));
+  EXPECT_EQ(ReadAll(path, {}).rows[0].signs.size(), 2u);
 }
 
 TEST(CriteoReaderTest, LongLinesGrowTheBuffer) {

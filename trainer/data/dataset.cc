@@ -156,7 +156,7 @@ bool Dataset::AddLine(std::string_view line, DataFileFormat format) {
     case DataFileFormat::kCriteo:
     case DataFileFormat::kCriteoUnlabeled:
       ok = ParseCriteoLine(line, format == DataFileFormat::kCriteo, &label,
-                           &signs, &slots)
+                           &signs, &slots, empty_field_signs)
                .ok() &&
            CriteoIntegers(line, format == DataFileFormat::kCriteo, before);
       break;
@@ -279,6 +279,7 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& path,
   const bool criteo = options.format == DataFileFormat::kCriteo ||
                       options.format == DataFileFormat::kCriteoUnlabeled;
   data.int_buckets = options.int_buckets || !criteo;
+  data.empty_field_signs = options.empty_field_signs;
   data.dense_dim = criteo && options.int_log_dense ? kCriteoIntFields : 0;
   const size_t kept_lines = last > first ? last - first : 0;
   data.labels.reserve(kept_lines);

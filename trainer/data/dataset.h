@@ -57,6 +57,9 @@ struct LoadOptions {
   // add them as kCriteoIntFields dense inputs sign(x) * log(1 + |x|).
   bool int_buckets = true;
   bool int_log_dense = false;
+  // Criteo only: an empty field becomes its slot's "empty" sign
+  // (criteo_reader.h) instead of no sign.
+  bool empty_field_signs = false;
 };
 
 struct Dataset {
@@ -68,6 +71,7 @@ struct Dataset {
   std::vector<float> dense;
   int dense_dim = 0;
   bool int_buckets = true;
+  bool empty_field_signs = false;
   uint64_t bad_rows = 0;
 
   size_t size() const { return labels.size(); }

@@ -156,6 +156,13 @@ TEST(DatasetTest, IntegerFieldsAsLogDenseInputs) {
   EXPECT_EQ(both->dense[2], 0.0f);
   EXPECT_EQ(both->signs.size(), 3u);  // two bucket signs and C1
 
+  o.empty_field_signs = true;
+  auto with_empty = LoadDataset(path, o);
+  ASSERT_TRUE(with_empty.ok());
+  EXPECT_EQ(with_empty->signs.size(), 39u);
+  EXPECT_EQ(with_empty->signs[2], FeatureSign(3, ""));
+  o.empty_field_signs = false;
+
   o.int_buckets = false;
   auto dense_only = LoadDataset(path, o);
   ASSERT_TRUE(dense_only.ok());
