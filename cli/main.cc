@@ -249,9 +249,16 @@ int PserverMain(int argc, char** argv) {
     ps_options.data_dir = table_options.data_dir;
     ps_options.min_free_disk_bytes = inv.config.table().min_free_disk_bytes();
   }
+  std::vector<std::unique_ptr<SparseTable>> tables;
   absl::StatusOr<std::unique_ptr<SparseTable>> table = NewTable(table_options);
   if (!table.ok()) return Fail(table.status());
-  auto pserver = Pserver::Create(ps_options, std::move(*table));
+  tables.push_back(std::move(*table));
+  if (HasDenseTable(inv.config)) {
+    table = NewTable(DenseTableOptionsFromJob(inv.config, index));
+    if (!table.ok()) return Fail(table.status());
+    tables.push_back(std::move(*table));
+  }
+  auto pserver = Pserver::Create(ps_options, std::move(tables));
 
   ServeOptions options;
   options.host = cluster.host();

@@ -31,9 +31,10 @@ class PserverImpl final : public Pserver,
                           public ps::SparseTable::WithRawCallbackMethod_Pull<
                               ps::SparseTable::CallbackService> {
  public:
-  PserverImpl(const PserverOptions& options, std::unique_ptr<SparseTable> table)
+  PserverImpl(const PserverOptions& options,
+              std::vector<std::unique_ptr<SparseTable>> tables)
       : options_(options),
-        table_(std::move(table)),
+        tables_(std::move(tables)),
         pull_pool_(options.num_workers, options.max_queued_requests, "ps-pull"),
         push_pool_(options.num_workers, options.max_queued_requests, "ps-push"),
         disk_(options.data_dir, options.min_free_disk_bytes),
@@ -42,10 +43,16 @@ class PserverImpl final : public Pserver,
   grpc::Service* service() override { return this; }
 
   void RefreshGauges() override {
-    const TableStats stats = table_->Stats();
-    metrics_->table_rows->Set(stats.rows);
-    metrics_->table_dirty_rows->Set(stats.dirty_rows);
-    metrics_->table_redo_log_bytes->Set(stats.redo_log_bytes);
+    TableStats sum;
+    for (const auto& table : tables_) {
+      const TableStats stats = table->Stats();
+      sum.rows += stats.rows;
+      sum.dirty_rows += stats.dirty_rows;
+      sum.redo_log_bytes += stats.redo_log_bytes;
+    }
+    metrics_->table_rows->Set(sum.rows);
+    metrics_->table_dirty_rows->Set(sum.dirty_rows);
+    metrics_->table_redo_log_bytes->Set(sum.redo_log_bytes);
     metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
   }
 
@@ -53,8 +60,11 @@ class PserverImpl final : public Pserver,
     pull_pool_.Stop();
     push_pool_.Stop();
     // Dirty hot-tier rows reach the store now rather than by log replay.
-    if (absl::Status s = table_->Flush(); !s.ok()) {
-      SAMPAN_LOG(ERROR) << "flushing the table at shutdown: " << s.message();
+    for (size_t i = 0; i < tables_.size(); ++i) {
+      if (absl::Status s = tables_[i]->Flush(); !s.ok()) {
+        SAMPAN_LOG(ERROR) << "flushing table " << i
+                          << " at shutdown: " << s.message();
+      }
     }
   }
 
@@ -70,8 +80,9 @@ class PserverImpl final : public Pserver,
     auto pull = std::make_shared<ParsedPull>();
     const Status parsed = ParsePull(*req, pull.get());
     if (!parsed.ok() ||
-        table_->PullIfInMemory(pull->req.keys(), pull->req.is_training(),
-                               pull->values->values())) {
+        Table(pull->req.table_id())
+            .PullIfInMemory(pull->req.keys(), pull->req.is_training(),
+                            pull->values->values())) {
       return Dispatch(
           context, Method::kPull,
           [&] { return parsed.ok() ? AnswerPull(*pull, resp) : parsed; }, start,
@@ -161,15 +172,16 @@ class PserverImpl final : public Pserver,
         !s.ok()) {
       return s;
     }
-    const uint32_t dim = table_->pull_dim();
+    const uint32_t dim = Table(pull->req.table_id()).pull_dim();
     pull->values.emplace(
         size_t{static_cast<size_t>(pull->req.keys_size())} * dim, dim);
     return Status::OK;
   }
 
   Status PullFromTable(ParsedPull& pull, grpc::ByteBuffer* resp) {
-    absl::Status pulled = table_->Pull(pull.req.keys(), pull.req.is_training(),
-                                       pull.values->values());
+    absl::Status pulled = Table(pull.req.table_id())
+                              .Pull(pull.req.keys(), pull.req.is_training(),
+                                    pull.values->values());
     if (!pulled.ok()) {
       // Storage failures are the server's, not the request's: the client may
       // retry elsewhere or later.
@@ -184,7 +196,8 @@ class PserverImpl final : public Pserver,
     *resp = pull.values->Release();
     metrics_->AddKeys(Method::kPull, pull.req.keys_size(),
                       size_t{static_cast<size_t>(pull.req.keys_size())} *
-                          table_->pull_dim() * sizeof(float));
+                          Table(pull.req.table_id()).pull_dim() *
+                          sizeof(float));
     return Status::OK;
   }
 
@@ -214,7 +227,7 @@ class PserverImpl final : public Pserver,
     batch.clicks = req.clicks().data();
     batch.writer_id = req.writer_id();
     batch.sequence = req.sequence();
-    absl::StatusOr<PushResult> applied = table_->Push(batch);
+    absl::StatusOr<PushResult> applied = Table(req.table_id()).Push(batch);
     if (!applied.ok()) {
       metrics_->rejected_gradients->Increment();
       return Invalid(absl::StrCat("Push: ", applied.status().message()));
@@ -230,8 +243,13 @@ class PserverImpl final : public Pserver,
     if (req.dir().empty()) return Invalid("Checkpoint: dir is empty");
     const absl::Time start = absl::Now();
     absl::Status s = disk_.Check();  // a snapshot flushes memtables
-    if (s.ok()) s = table_->Flush();
-    if (s.ok()) s = table_->Snapshot(req.dir());
+    for (size_t i = 0; i < tables_.size() && s.ok(); ++i) {
+      s = tables_[i]->Flush();
+      if (s.ok()) {
+        s = tables_[i]->Snapshot(
+            i == 0 ? req.dir() : absl::StrCat(req.dir(), "/table-", i));
+      }
+    }
     if (!s.ok()) {
       SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << " to " << req.dir()
                         << ": " << s.message();
@@ -248,11 +266,8 @@ class PserverImpl final : public Pserver,
   }
 
   Status DoStats(const ps::StatsRequest& req, ps::StatsResponse* resp) {
-    if (req.table_id() != 0) {
-      return Invalid(absl::StrCat("Stats: unknown table_id ", req.table_id()));
-    }
-    const TableStats stats = table_->Stats();
-    metrics_->table_rows->Set(stats.rows);
+    if (Status s = CheckTableId("Stats", req.table_id()); !s.ok()) return s;
+    const TableStats stats = Table(req.table_id()).Stats();
     resp->set_rows(stats.rows);
     resp->set_memory_bytes(stats.memory_bytes);
     resp->set_num_shards(options_.num_shards);
@@ -264,12 +279,23 @@ class PserverImpl final : public Pserver,
     return Status::OK;
   }
 
+  // Only after CheckTableId (or CheckKeys) accepted the id.
+  SparseTable& Table(uint32_t table_id) const { return *tables_[table_id]; }
+
+  Status CheckTableId(const char* rpc, uint32_t table_id) const {
+    if (table_id >= tables_.size()) {
+      return Invalid(absl::StrCat(
+          rpc, ": unknown table_id ", table_id, " (this job has ",
+          tables_.size() == 1 ? "table 0 only"
+                              : absl::StrCat("tables 0-", tables_.size() - 1),
+          ")"));
+    }
+    return Status::OK;
+  }
+
   Status CheckKeys(const char* rpc, uint32_t table_id,
                    const google::protobuf::RepeatedField<uint64_t>& keys) {
-    if (table_id != 0) {
-      return Invalid(absl::StrCat(rpc, ": unknown table_id ", table_id,
-                                  " (this job has table 0 only)"));
-    }
+    if (Status s = CheckTableId(rpc, table_id); !s.ok()) return s;
     if (static_cast<size_t>(keys.size()) > kMaxKeysPerRequest) {
       return Invalid(absl::StrCat(rpc, ": ", keys.size(),
                                   " keys exceed the limit of ",
@@ -289,11 +315,12 @@ class PserverImpl final : public Pserver,
 
   Status CheckPushShapes(const ps::PushRequest& req) const {
     const size_t n = req.keys_size();
-    const size_t want = n * table_->pull_dim() * sizeof(float);
+    const uint32_t dim = Table(req.table_id()).pull_dim();
+    const size_t want = n * dim * sizeof(float);
     if (req.grads().size() != want) {
       return Invalid(absl::StrCat("Push: grads has ", req.grads().size(),
                                   " bytes, expected ", want, " (", n,
-                                  " keys x ", table_->pull_dim(), " float32)"));
+                                  " keys x ", dim, " float32)"));
     }
     if (static_cast<size_t>(req.shows_size()) != n ||
         static_cast<size_t>(req.clicks_size()) != n) {
@@ -305,7 +332,8 @@ class PserverImpl final : public Pserver,
   }
 
   const PserverOptions options_;
-  std::unique_ptr<SparseTable> table_;
+  // Table i serves table_id i; fixed after construction.
+  const std::vector<std::unique_ptr<SparseTable>> tables_;
   WorkerPool pull_pool_, push_pool_;
   DiskGuard disk_;
   PserverMetrics* metrics_;
@@ -315,7 +343,15 @@ class PserverImpl final : public Pserver,
 
 std::unique_ptr<Pserver> Pserver::Create(const PserverOptions& options,
                                          std::unique_ptr<SparseTable> table) {
-  return std::make_unique<PserverImpl>(options, std::move(table));
+  std::vector<std::unique_ptr<SparseTable>> tables;
+  tables.push_back(std::move(table));
+  return Create(options, std::move(tables));
+}
+
+std::unique_ptr<Pserver> Pserver::Create(
+    const PserverOptions& options,
+    std::vector<std::unique_ptr<SparseTable>> tables) {
+  return std::make_unique<PserverImpl>(options, std::move(tables));
 }
 
 }  // namespace sampan

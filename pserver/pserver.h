@@ -1,4 +1,6 @@
-// pserver: serves the shards of a sparse table over gRPC (proto/ps.proto).
+// pserver: serves the shards of its tables over gRPC (proto/ps.proto):
+// table 0 holds the sparse rows; an ASYNC deep job adds table 1, the dense
+// weights (sparse_table/job_options.h). Every request names its table.
 //
 // Pserver `index` owns the shards PserverOfShard() (common/hash.h) gives it,
 // and refuses keys that route elsewhere: a misrouted key means a client with
@@ -29,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "proto/job.pb.h"
 #include "proto/ps.grpc.pb.h"
@@ -62,9 +65,15 @@ struct PserverOptions {
 
 class Pserver {
  public:
-  // Serves `table`. Registers its metrics in MetricsRegistry().
+  // Serves `table` as table 0. Registers its metrics in MetricsRegistry().
   static std::unique_ptr<Pserver> Create(const PserverOptions& options,
                                          std::unique_ptr<SparseTable> table);
+  // Serves tables[i] as table i. A checkpoint snapshots table 0 into the
+  // request's dir and table i > 0 into dir/table-i (job_options.h lays the
+  // data directories out the same way). Gauges sum the tables.
+  static std::unique_ptr<Pserver> Create(
+      const PserverOptions& options,
+      std::vector<std::unique_ptr<SparseTable>> tables);
   virtual ~Pserver() = default;
 
   // The gRPC service to register with a server.

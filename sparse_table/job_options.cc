@@ -41,6 +41,37 @@ void MapOptimizer(const OptimizerConfig& c, TableOptions* o) {
 
 }  // namespace
 
+bool HasDenseTable(const JobConfig& job) {
+  const ModelType type = job.model().type();
+  return job.model().mode() == ModelConfig::ASYNC && type != LR && type != FM;
+}
+
+TableOptions DenseTableOptionsFromJob(const JobConfig& job,
+                                      uint32_t pserver_index) {
+  TableOptions o = TableOptionsFromJob(job, pserver_index);
+  o.data_dir = absl::StrCat(o.data_dir, "/table-", kDenseTableId);
+  // As the trainer's DenseOptimizerOptions: these four fields, and Adam's
+  // usual moment rates (model.dense_optimizer's are not read).
+  const OptimizerConfig& d = job.model().dense_optimizer();
+  o.rule = RuleOf(d.type());
+  o.learning_rate = d.learning_rate();
+  o.initial_accumulator = d.initial_accumulator();
+  o.l2 = d.l2();
+  o.l1 = 0;
+  o.beta1 = 0.9f;
+  o.beta2 = 0.999f;
+  o.epsilon = 1e-8f;
+  o.init_range = 0;
+  o.min_weight = -FLT_MAX;
+  o.max_weight = FLT_MAX;
+  o.embedx_threshold = 0;
+  o.admit_after_pushes = 0;
+  o.admit_probability = 1;
+  o.delete_threshold = 0;
+  o.delete_after_unseen_days = UINT32_MAX;
+  return o;
+}
+
 TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index) {
   const TableConfig& t = job.table();
   TableOptions o;

@@ -15,6 +15,23 @@ namespace sampan {
 // LR jobs get embedding_dim 0. Expects a config ValidateJobConfig accepted.
 TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index);
 
+// Table ids on the wire (proto/ps.proto): the sparse rows, and the dense
+// weights of model.mode ASYNC deep models (trainer/async_dense.h).
+inline constexpr uint32_t kSparseTableId = 0;
+inline constexpr uint32_t kDenseTableId = 1;
+
+// Whether the job's pservers also serve table kDenseTableId.
+bool HasDenseTable(const JobConfig& job);
+
+// Table kDenseTableId of pserver i: rows as wide as table 0's, updated by
+// model.dense_optimizer (the rule SYNC and HYBRID apply in the trainer),
+// starting at zero (the rows are offsets from the model's initialisation),
+// never admitted late, delayed or shrunk away. Its RocksDB directory lies
+// inside table 0's, `<table 0's>/table-1`, so that the snapshot, copy and
+// restore of that directory carry both tables.
+TableOptions DenseTableOptionsFromJob(const JobConfig& job,
+                                      uint32_t pserver_index);
+
 }  // namespace sampan
 
 #endif  // SAMPAN_SPARSE_TABLE_JOB_OPTIONS_H_

@@ -22,6 +22,43 @@ TEST(JobOptionsTest, DefaultsMapToAValidMemoryTable) {
   EXPECT_EQ((*table)->pull_dim(), 9u);
 }
 
+TEST(JobOptionsTest, AsyncDeepJobsGetADenseTableWithTheDenseOptimizer) {
+  absl::StatusOr<JobConfig> job = ParseJobConfig(
+      "model: {type: DEEPFM, mode: ASYNC, embedding_dim: 4,"
+      " dense_optimizer: {type: ADAM, learning_rate: 0.003, l2: 0.01}}\n"
+      "table:\n"
+      "  backend: ROCKSDB\n"
+      "  data_dir: /data/t\n"
+      "  optimizer: {type: ADAGRAD, learning_rate: 0.05, l2: 0.1,"
+      " init_range: 0.01, min_weight: -1, max_weight: 1}\n"
+      "  admission: {min_pushes: 3}\n"
+      "  accessor: {embedx_threshold: 2, delete_after_unseen_days: 7}\n",
+      "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(HasDenseTable(*job));
+  const TableOptions sparse = TableOptionsFromJob(*job, 1);
+  const TableOptions o = DenseTableOptionsFromJob(*job, 1);
+  EXPECT_EQ(o.data_dir, "/data/t/pserver-1/table-1");
+  EXPECT_EQ(o.backend, Backend::kRocksDb);
+  EXPECT_EQ(o.embedding_dim, sparse.embedding_dim);  // rows as wide
+  EXPECT_EQ(o.rule, OptimizerRule::kAdam);
+  EXPECT_FLOAT_EQ(o.learning_rate, 0.003f);
+  EXPECT_FLOAT_EQ(o.l2, 0.01f);
+  EXPECT_FLOAT_EQ(o.beta1, 0.9f);
+  EXPECT_FLOAT_EQ(o.beta2, 0.999f);
+  EXPECT_EQ(o.init_range, 0.0f);  // offsets start at the initialisation
+  EXPECT_EQ(o.min_weight, -FLT_MAX);
+  EXPECT_EQ(o.admit_after_pushes, 0u);
+  EXPECT_EQ(o.embedx_threshold, 0.0f);
+  EXPECT_EQ(o.delete_after_unseen_days, UINT32_MAX);
+
+  job->mutable_model()->set_mode(ModelConfig::HYBRID);
+  EXPECT_FALSE(HasDenseTable(*job));
+  job->mutable_model()->set_mode(ModelConfig::ASYNC);
+  job->mutable_model()->set_type(FM);  // no dense weights
+  EXPECT_FALSE(HasDenseTable(*job));
+}
+
 TEST(JobOptionsTest, RocksDbFieldsMap) {
   absl::StatusOr<JobConfig> job = ParseJobConfig(
       "model: {type: LR}\n"

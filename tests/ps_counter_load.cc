@@ -15,6 +15,8 @@
 //     or 1: a last round whose ack was lost may or may not count), e.g.
 //     after the job ended, against its pservers reopened on their RocksDB.
 //     --out=FILE records "acked N in_doubt K" after every round.
+//     --table_id=1 counts in an ASYNC deep job's dense table instead
+//     (sparse_table/job_options.h), its optimizer and row width.
 //
 // Exit status: 0 exact, 1 a push failed (printed), 3 counters wrong.
 #include <cstdio>
@@ -89,10 +91,18 @@ int Push(PsClient* client, const Workload& w, int rounds, bool flush_each,
   return 0;
 }
 
+// The options of the job's table `table_id` (pserver 0's; they differ only
+// in data_dir).
+TableOptions OptionsOf(const JobConfig& job, uint32_t table_id) {
+  return table_id == kDenseTableId ? DenseTableOptionsFromJob(job, 0)
+                                   : TableOptionsFromJob(job, 0);
+}
+
 // The w a key holds after k applied rounds, k = 0..max_k, per key.
 std::vector<std::vector<float>> Reference(const JobConfig& job,
-                                          const Workload& w, int max_k) {
-  TableOptions o = TableOptionsFromJob(job, 0);
+                                          uint32_t table_id, const Workload& w,
+                                          int max_k) {
+  TableOptions o = OptionsOf(job, table_id);
   o.backend = Backend::kMemory;
   std::unique_ptr<SparseTable> table = NewMemoryTable(o);
   std::vector<std::vector<float>> ref(max_k + 1);
@@ -115,8 +125,8 @@ std::vector<std::vector<float>> Reference(const JobConfig& job,
 }
 
 // Counts per key: the k whose reference w matches bitwise, -1 for none.
-int Verify(PsClient* client, const Workload& w, const JobConfig* job, int acked,
-           int in_doubt) {
+int Verify(PsClient* client, const Workload& w, const JobConfig* job,
+           uint32_t table_id, int acked, int in_doubt) {
   std::vector<float> rows(w.keys.size() * w.row_dim);
   absl::Status s = client->Pull(w.keys, false, rows.data());
   if (!s.ok()) {
@@ -125,7 +135,7 @@ int Verify(PsClient* client, const Workload& w, const JobConfig* job, int acked,
   }
   const int max_k = acked + in_doubt + 2;
   std::vector<std::vector<float>> ref;
-  if (job != nullptr) ref = Reference(*job, w, max_k);
+  if (job != nullptr) ref = Reference(*job, table_id, w, max_k);
   int lost = 0, doubled = 0, unknown = 0, in_doubt_applied = 0;
   for (size_t i = 0; i < w.keys.size(); ++i) {
     const float got = rows[i * w.row_dim];
@@ -160,7 +170,7 @@ int main(int argc, char** argv) {
       Flags::Parse(argc, argv, 1,
                    {"pservers", "num_shards", "keys", "rounds", "deadline_ms",
                     "retry_ms", "writer", "key_slot", "pause_ms", "config",
-                    "verify", "acked", "in_doubt", "out"});
+                    "verify", "acked", "in_doubt", "out", "table_id"});
   if (!flags.ok()) {
     std::printf("%s\n", std::string(flags.status().message()).c_str());
     return 2;
@@ -177,7 +187,13 @@ int main(int argc, char** argv) {
     }
     job = std::make_unique<JobConfig>(*loaded);
     o.num_shards = job->table().num_shards();
-    w.row_dim = NewMemoryTable(TableOptionsFromJob(*job, 0))->pull_dim();
+    o.table_id = Int(*flags, "table_id", 0);
+    if (o.table_id == kDenseTableId && !HasDenseTable(*job)) {
+      std::printf("--table_id=1: %s has no dense table (ASYNC deep models)\n",
+                  flags->Get("config").c_str());
+      return 2;
+    }
+    w.row_dim = NewMemoryTable(OptionsOf(*job, o.table_id))->pull_dim();
   }
   o.pserver_addresses = absl::StrSplit(flags->Get("pservers"), ',');
   o.row_dim = w.row_dim;
@@ -199,12 +215,12 @@ int main(int argc, char** argv) {
   w.zeros.assign(keys_n, 0.0f);
   auto client = PsClient::Create(o);
   if (Int(*flags, "verify", 0) != 0) {
-    return Verify(client.get(), w, job.get(), Int(*flags, "acked", rounds),
-                  Int(*flags, "in_doubt", 0));
+    return Verify(client.get(), w, job.get(), o.table_id,
+                  Int(*flags, "acked", rounds), Int(*flags, "in_doubt", 0));
   }
   const int pushed =
       Push(client.get(), w, rounds, job != nullptr,
            absl::Milliseconds(Int(*flags, "pause_ms", 0)), flags->Get("out"));
   if (pushed != 0) return pushed;
-  return Verify(client.get(), w, job.get(), rounds, 0);
+  return Verify(client.get(), w, job.get(), o.table_id, rounds, 0);
 }

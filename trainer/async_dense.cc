@@ -20,8 +20,8 @@ void AsyncDense::Weights(const float* rows, float* weights) const {
   for (size_t i = 0; i < init_.size(); ++i) weights[i] = init_[i] + rows[i];
 }
 
-void AsyncDense::GradRows(const float* grads, float* rows) const {
-  std::copy(grads, grads + init_.size(), rows);
+void AsyncDense::GradRows(const float* grads, float scale, float* rows) const {
+  for (size_t i = 0; i < init_.size(); ++i) rows[i] = scale * grads[i];
   // The tail of the last row is no weight.
   std::fill(rows + init_.size(), rows + keys_.size() * row_dim_, 0.0f);
 }

@@ -1,26 +1,20 @@
 // Dense weights held on the pservers (model.mode ASYNC): the model's flat
-// dense array cut into rows of the sparse table under reserved keys
-// (FeatureSign(kDenseSlot, "dense/<i>")), pulled and pushed with each
-// batch's sparse rows and updated there by the table's optimizer, as any
-// row is. No trainer waits for another.
+// dense array cut into rows of the pservers' dense table (table 1,
+// sparse_table/job_options.h) under keys FeatureSign(kDenseSlot,
+// "dense/<i>"), pulled and pushed with each batch's sparse rows and updated
+// there by model.dense_optimizer, the rule SYNC and HYBRID apply in the
+// trainer. No trainer waits for another.
 //
-// Why offsets: a row starts as the table's initial value (w = 0, v small
-// uniform), not as a layer's Glorot initialisation, and the pservers have
-// no call to load values. So the rows hold the offset from the model's own
-// initialisation (CtrModel::InitDense, the same seed on every trainer):
-// weights = init + rows. The gradient of an offset is the weight's.
+// Why offsets: a row starts at zero, not at a layer's Glorot
+// initialisation, and the pservers have no call to load values. So the rows
+// hold the offset from the model's own initialisation (CtrModel::InitDense,
+// the same seed on every trainer): weights = init + rows. The gradient of an
+// offset is the weight's, and Adam's and Adagrad's steps are the same for
+// both (an L2 term pulls an offset toward the initialisation, not zero).
 //
-// Gradients are pushed summed over the batch, as every sparse row's is, not
-// as the per-example mean the hybrid step applies: the table's Adagrad is
-// invariant to a gradient's scale but for its L2 term and its initial
-// accumulator, and under a mean both acted batch-size times stronger on rows
-// every example updates (l2 0.1 pulled the offsets back to the
-// initialisation: ASYNC ended 0.0023 AUC below SYNC on Criteo 137k; summed,
-// it matches SYNC, bench/RESULTS.md).
-//
-// Caveats: the rows live under the table's policies -- admission
-// (admit_after_pushes) and embedx_threshold delay them like any key, and
-// Shrink may age them out of a table that stops training.
+// Gradients go out as the per-example mean, as SYNC and HYBRID apply them.
+// (Until 2026-12-01 the rows were table 0's, under its Adagrad with l2 0.1
+// on the offsets: ASYNC ended 0.0023 AUC below SYNC on Criteo 137k.)
 //
 // Thread safety: immutable after construction.
 #ifndef SAMPAN_TRAINER_ASYNC_DENSE_H_
@@ -46,9 +40,9 @@ class AsyncDense {
   const std::vector<uint64_t>& keys() const { return keys_; }
   // weights (size() floats) = init + the pulled rows (keys().size() rows).
   void Weights(const float* rows, float* weights) const;
-  // Lays `grads` (size() floats, summed over the batch) out as gradient
-  // rows (keys().size() rows).
-  void GradRows(const float* grads, float* rows) const;
+  // Lays `grads` (size() floats, summed over the batch) times `scale` out
+  // as gradient rows (keys().size() rows); the last row's tail is zero.
+  void GradRows(const float* grads, float scale, float* rows) const;
 
  private:
   int row_dim_;

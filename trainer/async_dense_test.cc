@@ -38,18 +38,19 @@ TEST(AsyncDenseTest, RowsHoldOffsetsFromTheModelsInitialisation) {
   EXPECT_FLOAT_EQ(weights[3], init[3] + 0.5f);
 }
 
-// The batch's summed gradient goes out unscaled (the table's Adagrad takes
-// it as it takes a sparse row's), and the last row's tail past the weights
-// is zero.
-TEST(AsyncDenseTest, GradRowsAreTheSummedGradientWithAZeroTail) {
+// The batch's summed gradient goes out scaled (by 1 / batch size: the
+// mean), and the last row's tail past the weights is zero.
+TEST(AsyncDenseTest, GradRowsAreTheScaledGradientWithAZeroTail) {
   const CtrModel model(SmallDeepFm());
   const int row_dim = 7;
   const AsyncDense dense(model, row_dim);
   std::vector<float> grads(dense.size());
   for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.25f * (i + 1);
   std::vector<float> rows(dense.keys().size() * row_dim, -1.0f);
-  dense.GradRows(grads.data(), rows.data());
-  for (size_t i = 0; i < grads.size(); ++i) ASSERT_EQ(rows[i], grads[i]) << i;
+  dense.GradRows(grads.data(), 0.5f, rows.data());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    ASSERT_EQ(rows[i], 0.5f * grads[i]) << i;
+  }
   for (size_t i = grads.size(); i < rows.size(); ++i) EXPECT_EQ(rows[i], 0.0f);
 }
 

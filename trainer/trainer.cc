@@ -19,6 +19,7 @@
 #include "common/security.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
+#include "sparse_table/job_options.h"
 #include "trainer/async_dense.h"
 #include "trainer/batch_keys.h"
 #include "trainer/checkpoint_gate.h"
@@ -92,7 +93,7 @@ class Trainer {
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
     absl::Status status = deep_ ? TrainDeep() : Train();
-    if (status.ok()) status = ps_->Flush();
+    if (status.ok()) status = FlushPushes();
     if (status.ok() && checkpoints_) ArriveFinished();
     Fail(status);
     if (status.ok()) {
@@ -132,9 +133,21 @@ class Trainer {
         (uint64_t{static_cast<uint32_t>(rank_)} << 32) | std::random_device{}();
     options.credentials = credentials_;
     ps_ = PsClient::Create(options);
+    if (HasDenseTable(config_)) {
+      // Its own sequences: the dense table dedups pushes on its own.
+      options.table_id = kDenseTableId;
+      ps_dense_ = PsClient::Create(options);
+    }
     SAMPAN_LOG(INFO) << "trainer " << rank_ << " connected to "
                      << options.pserver_addresses.size() << " pservers";
     return absl::OkStatus();
+  }
+
+  // Waits until every push of this trainer is acknowledged, both tables'.
+  absl::Status FlushPushes() {
+    absl::Status s = ps_->Flush();
+    if (s.ok() && ps_dense_ != nullptr) s = ps_dense_->Flush();
+    return s;
   }
 
   absl::Status Train() {
@@ -171,7 +184,7 @@ class Trainer {
   // checkpoint to end. A coordinator that cannot be reached abandons only
   // this checkpoint: training goes on.
   absl::StatusOr<uint64_t> TakeCheckpoint(uint64_t epoch, bool missed) {
-    if (absl::Status s = ps_->Flush(); !s.ok()) return s;
+    if (absl::Status s = FlushPushes(); !s.ok()) return s;
     coord::CheckpointArriveRequest req;
     req.set_epoch(epoch);
     req.set_missed(missed);
@@ -382,8 +395,8 @@ class Trainer {
     async_ = std::make_unique<AsyncDense>(*ctr_, model_.row_dim());
     SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
                      << " dense weights in " << async_->keys().size()
-                     << " pserver rows, updated by the table's optimizer "
-                        "(model.dense_optimizer applies to SYNC and HYBRID)";
+                     << " pserver rows of table " << kDenseTableId
+                     << ", updated there by model.dense_optimizer";
     std::vector<std::thread> workers;
     for (uint32_t t = 0; t < config_.cluster().threads_per_trainer(); ++t) {
       workers.emplace_back([this] { Fail(AsyncLoop()); });
@@ -416,6 +429,8 @@ class Trainer {
     Scratch s;
     CtrModel::Workspace ws;
     std::vector<float> weights, dense_grads;
+    // Table kDenseTableId's rows: pulled, then reused for their gradients.
+    std::vector<float> dense_rows, dense_counts, dense_clicks;
   };
 
   absl::Status AsyncBatch(AsyncScratch* a) {
@@ -424,23 +439,31 @@ class Trainer {
     std::vector<float>& dense_grads = a->dense_grads;
     const int rd = model_.row_dim();
     s.Dedup();
-    const size_t sparse = s.keys.size();
-    s.keys.insert(s.keys.end(), async_->keys().begin(), async_->keys().end());
     s.rows.resize(s.keys.size() * rd);
     absl::Status st = ps_->Pull(s.keys, true, s.rows.data());
     if (!st.ok()) return st;
-    async_->Weights(s.rows.data() + sparse * rd, weights.data());
+    const std::vector<uint64_t>& dense_keys = async_->keys();
+    a->dense_rows.resize(dense_keys.size() * rd);
+    st = ps_dense_->Pull(dense_keys, true, a->dense_rows.data());
+    if (!st.ok()) return st;
+    async_->Weights(a->dense_rows.data(), weights.data());
     s.grads.assign(s.rows.size(), 0.0f);
     dense_grads.assign(weights.size(), 0.0f);
     s.probs.resize(s.batch.size());
     const double loss =
         ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), weights.data(),
                    s.grads.data(), dense_grads.data(), s.probs.data(), &a->ws);
-    // Summed over the batch like the sparse rows' (trainer/async_dense.h).
-    async_->GradRows(dense_grads.data(), s.grads.data() + sparse * rd);
     s.CountShowsAndClicks();
-    std::fill(s.shows.begin() + sparse, s.shows.end(), s.batch.size());
     st = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
+    if (st.ok()) {
+      // The per-example mean, as SYNC and HYBRID apply (async_dense.h).
+      async_->GradRows(dense_grads.data(), 1.0f / s.batch.size(),
+                       a->dense_rows.data());
+      a->dense_counts.assign(dense_keys.size(), float(s.batch.size()));
+      a->dense_clicks.assign(dense_keys.size(), 0.0f);
+      st = ps_dense_->PushAsync(dense_keys, a->dense_rows, a->dense_counts,
+                                a->dense_clicks);
+    }
     Account(s, loss);
     return st;
   }
@@ -448,7 +471,7 @@ class Trainer {
   // ASYNC, after the "trained" barrier: the weights the pservers ended with.
   absl::Status PullFinalDense() {
     std::vector<float> rows(async_->keys().size() * model_.row_dim());
-    absl::Status s = ps_->Pull(async_->keys(), false, rows.data());
+    absl::Status s = ps_dense_->Pull(async_->keys(), false, rows.data());
     if (!s.ok()) return s;
     final_dense_.resize(async_->size());
     async_->Weights(rows.data(), final_dense_.data());
@@ -632,6 +655,7 @@ class Trainer {
   std::unique_ptr<AsyncDense> async_;  // ASYNC only
   std::vector<float> final_dense_;     // ASYNC, rank 0, after training
   std::unique_ptr<PsClient> ps_;
+  std::unique_ptr<PsClient> ps_dense_;  // table kDenseTableId, ASYNC only
   const bool checkpoints_;  // checkpoint.every_steps or every_seconds set
   CheckpointGate gate_;
   absl::Notification stop_;

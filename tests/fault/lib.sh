@@ -1,6 +1,7 @@
 # Shared by the fault cases (tests/fault/*_test.sh); source after
-# `set -uo pipefail`. Each case runs a small LR job under `sampan run` with
-# a RocksDB table and checkpoints, injects its fault, and checks:
+# `set -uo pipefail`. Each case runs a small LR job (FAULT_MODEL: another)
+# under `sampan run` with a RocksDB table and checkpoints, injects its
+# fault, and checks:
 #   - the job finishes, or fails naming the reason while leaving a complete
 #     checkpoint that `sampan run --resume` finishes from;
 #   - a counter workload pushed into the same pservers during the fault
@@ -30,6 +31,8 @@ TMP="${TEST_TMPDIR:-$(mktemp -d /tmp/sampan-fault.XXXXXX)}"
 FAULT_CACHE="${FAULT_CACHE:-/tmp/sampan-fault-cache}"
 FAULT_ROWS="${FAULT_ROWS:-200000}"
 FAULT_AUC_TOLERANCE="${FAULT_AUC_TOLERANCE:-0.003}"
+# The job's model (a case may train another; the baseline is per model).
+FAULT_MODEL="${FAULT_MODEL:-{type: LR\}}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
@@ -65,7 +68,7 @@ progress_interval_seconds: 0.5
 cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 1,
           rpc_deadline_seconds: 2, wait_timeout_seconds: 90,
           heartbeat_timeout_seconds: 60, max_restarts: 10}
-model: {type: LR}
+model: $FAULT_MODEL
 table: {num_shards: 32, backend: ROCKSDB, durability: WAL,
         optimizer: {type: ADAGRAD, learning_rate: 0.05}}
 data:
@@ -103,23 +106,29 @@ pserver_ports() {  # job dir -> "127.0.0.1:P0,127.0.0.1:P1"
   echo "$out"
 }
 
-# The counter workload against the job's pservers, in the background.
-start_counter() {  # job dir
-  "$LOAD" --config="$1.yaml" --pservers="$(pserver_ports "$1")" --keys=200 \
-    --rounds="${COUNTER_ROUNDS:-150}" --pause_ms=20 --key_slot=77 \
-    --deadline_ms=2000 --retry_ms=60000 --out="$1/counter.acked" \
-    > "$1/counter.out" 2>&1 &
-  counter=$!
+# The counter workload against the job's pservers, in the background; the
+# optional table id counts in that table (1: an ASYNC deep job's dense one).
+start_counter() {  # job dir [table id]
+  local t=${2:-0} sfx=""
+  [ "$t" -eq 0 ] || sfx="-t$t"
+  "$LOAD" --config="$1.yaml" --table_id="$t" --pservers="$(pserver_ports "$1")" \
+    --keys=200 --rounds="${COUNTER_ROUNDS:-150}" --pause_ms=20 --key_slot=77 \
+    --deadline_ms=2000 --retry_ms=60000 --out="$1/counter$sfx.acked" \
+    > "$1/counter$sfx.out" 2>&1 &
+  eval "counter_pid_$t=$!"
 }
 
-# Waits for the counter workload (killing it if the job is over), then
-# reopens each pserver's RocksDB directory and checks every counter.
-check_counter() {  # job dir
-  local rc=0 acked in_doubt
-  for _ in $(seq 1 300); do kill -0 $counter 2>/dev/null || break; sleep 0.1; done
-  kill -9 $counter 2>/dev/null
-  wait $counter; rc=$?
-  read -r _ acked _ in_doubt < "$1/counter.acked" 2>/dev/null || { acked=0; in_doubt=1; }
+# Waits for the counter workload of the table (killing it if the job is
+# over), then reopens each pserver's RocksDB directory and checks every
+# counter.
+check_counter() {  # job dir [table id]
+  local t=${2:-0} sfx="" rc=0 acked in_doubt pid
+  [ "$t" -eq 0 ] || sfx="-t$t"
+  pid=$(eval echo "\$counter_pid_$t")
+  for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid"; rc=$?
+  read -r _ acked _ in_doubt < "$1/counter$sfx.acked" 2>/dev/null || { acked=0; in_doubt=1; }
   [ $rc -eq 0 ] || in_doubt=1
   local ports="" pids="" i p
   for i in 0 1; do
@@ -128,24 +137,53 @@ check_counter() {  # job dir
       >> "$1/verify-pserver-$i.log" 2>&1 &
     pids="$pids $!"; ports="$ports${ports:+,}127.0.0.1:$p"
   done
-  "$LOAD" --config="$1.yaml" --pservers="$ports" --keys=200 --key_slot=77 \
-    --verify=1 --acked="$acked" --in_doubt="$in_doubt" --retry_ms=20000 \
-    > "$1/counter.verify" 2>&1
+  "$LOAD" --config="$1.yaml" --table_id="$t" --pservers="$ports" --keys=200 \
+    --key_slot=77 --verify=1 --acked="$acked" --in_doubt="$in_doubt" \
+    --retry_ms=20000 > "$1/counter$sfx.verify" 2>&1
   rc=$?
   kill -TERM $pids 2>/dev/null; wait $pids 2>/dev/null
-  COUNTER_LINE="$(cat "$1/counter.verify")"
+  local line; line="$(cat "$1/counter$sfx.verify")"
+  [ "$t" -eq 0 ] || line="table $t: $line"
+  COUNTER_LINE="${COUNTER_LINE:+$COUNTER_LINE; }$line"
   if [ $rc -eq 0 ] && [ "$acked" -gt 0 ]; then
-    pass "counter: $COUNTER_LINE"
+    pass "counter: $line"
   else
-    fail "counter (rc $rc, load: $(tail -1 "$1/counter.out")): $COUNTER_LINE"
+    fail "counter (rc $rc, load: $(tail -1 "$1/counter$sfx.out")): $line"
   fi
+}
+
+# SIGKILLs a random pserver of the job $2 times, 0.3-1.5 s apart; the count
+# that landed is in $kills. Then waits for the launcher ($rc).
+kill_pservers_randomly() {  # job dir, kills
+  kills=0
+  local i victim
+  for _ in $(seq 1 "$2"); do
+    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.3 + 1.2 * r / 32768 }')"
+    i=$((RANDOM % 2))
+    victim=$(pgrep -f -- "--config=$1/job.pbtxt --index=$i " | head -1)
+    [ -n "$victim" ] || continue
+    kill -9 "$victim" && kills=$((kills + 1))
+    log "SIGKILL pserver-$i (pid $victim), kill $kills"
+  done
+  wait $launcher; rc=$?
+  tail -4 "$1.out"
+}
+
+# Every kill got a restart, but for one that landed once the trainers were
+# done (the launcher says so). Sets $restarts.
+check_pserver_restarts() {  # job dir
+  restarts=$(grep -c "restarting it on port" "$1.out")
+  local late; late=$(grep -c "while the job was stopping; not restarted" "$1.out")
+  [ $((restarts + late)) -eq "$kills" ] && [ "$late" -le 1 ] ||
+    fail "$restarts restarts and $late kills after the job's end for $kills kills"
 }
 
 auc_of() { sed -n 's/^test_auc=//p' "$1/result.txt" 2>/dev/null; }
 
 # The fault-free AUC of this job, cached per binary.
 baseline_auc() {
-  local key; key=$(cat "$SAMPAN" "${BASH_SOURCE[0]}" | sha1sum | cut -c1-12)-$FAULT_ROWS
+  local key
+  key=$( (cat "$SAMPAN" "${BASH_SOURCE[0]}"; echo "$FAULT_MODEL") | sha1sum | cut -c1-12)-$FAULT_ROWS
   local cached="$FAULT_CACHE/baseline-$key.auc"
   (
     flock 8
@@ -199,7 +237,8 @@ check_leftover() {
 
 cleanup_job() {
   [ -n "${launcher:-}" ] && kill -TERM $launcher 2>/dev/null
-  [ -n "${counter:-}" ] && kill -9 $counter 2>/dev/null
+  local t
+  for t in 0 1; do eval "[ -n \"\${counter_pid_$t:-}\" ] && kill -9 \$counter_pid_$t 2>/dev/null"; done
   wait 2>/dev/null
 }
 

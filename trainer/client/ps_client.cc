@@ -144,6 +144,7 @@ class GrpcPsClient final : public PsClient {
         PullCall& call = calls.emplace_back();
         call.pserver = p;
         call.positions.assign(pos.begin() + b, pos.begin() + e);
+        call.request.set_table_id(options_.table_id);
         call.request.set_is_training(is_training);
         call.request.mutable_keys()->Reserve(e - b);
         for (uint32_t i : call.positions) call.request.add_keys(keys[i]);

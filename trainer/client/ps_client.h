@@ -42,6 +42,8 @@ struct PsClientOptions {
   uint32_t num_shards = 64;
   // Floats per key in pulls and pushes.
   uint32_t row_dim = 1;
+  // The pservers' table these rows belong to (sparse_table/job_options.h).
+  uint32_t table_id = 0;
   // Deadline of each RPC attempt.
   absl::Duration deadline = absl::Seconds(10);
   // Total time a call keeps retrying transient failures before it fails.

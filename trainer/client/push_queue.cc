@@ -184,6 +184,7 @@ absl::Status PushQueue::SendBatch(const MergedPush& batch) {
     const size_t end =
         std::min(batch.size(), begin + options_.max_keys_per_request);
     ps::PushRequest req;
+    req.set_table_id(options_.table_id);
     req.set_writer_id(options_.writer_id);
     req.set_sequence(next_sequence_++);
     req.mutable_keys()->Add(batch.keys.begin() + begin,
