@@ -13,7 +13,8 @@
 // --mode=inprocess drives a table in this process with the same loop (no
 // RPC): the ceiling the RPC path is compared with; with --data_dir its
 // table is RocksDB-backed (WAL durability, --durability_log) like the
-// pservers'.
+// pservers'. It hands each pull's PullPositions to its push, as a local
+// trainer does; --positions=0 makes the push look every key up again.
 // --latency_trace=FILE writes one line per pull, "start_ms latency_ms" (the
 // start in Unix milliseconds), to tell a stall (slow pulls in one window) from
 // a tail spread over the run.
@@ -76,6 +77,7 @@ int Run(const Flags& flags) {
   const double seconds = *flags.GetInt("seconds", 10);
   const double target = *flags.GetInt("target_keys_per_sec", 0);
   const bool inprocess = flags.Get("mode", "rpc") == "inprocess";
+  const bool use_positions = flags.Get("positions", "1") != "0";
   const uint32_t shards = *flags.GetInt("num_shards", 64);
   Zipf zipf(*flags.GetInt("key_space", 10000000), 1.05,
             *flags.GetInt("seed", 1));
@@ -121,6 +123,7 @@ int Run(const Flags& flags) {
   std::vector<float> rows(size_t(batch) * dim),
       grads(size_t(batch) * dim, 0.001f), ones(batch, 1.0f), zeros(batch, 0.0f);
   std::vector<double> latencies_ms, starts_ms;
+  PullPositions positions;
   uint64_t pulled = 0, pushed = 0;
   const double cpu_start = CpuSeconds();
   const absl::Time start = absl::Now();
@@ -130,8 +133,9 @@ int Run(const Flags& flags) {
     const absl::Time t0 = absl::Now();
     absl::Status s;
     if (inprocess) {
-      s = table->Pull(keys, true, rows.data());
+      s = table->Pull(keys, true, rows.data(), &positions);
       PushBatch b;
+      if (use_positions) b.positions = &positions;
       b.keys = keys;
       b.grads = grads.data();
       b.shows = ones.data();
@@ -191,7 +195,7 @@ int main(int argc, char** argv) {
       argc, argv, 1,
       {"pservers", "batch", "dim", "seconds", "target_keys_per_sec", "mode",
        "num_shards", "key_space", "seed", "data_dir", "batches",
-       "durability_log", "latency_trace"});
+       "durability_log", "latency_trace", "positions"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
     return 2;

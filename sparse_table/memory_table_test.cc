@@ -247,5 +247,96 @@ TEST(MemoryTableTest, DuplicateKeysInOnePushAccumulate) {
   EXPECT_FLOAT_EQ(w, 1.0f);
 }
 
+namespace positions_test {
+
+// Pulls `keys` (training) from both tables, `with` recording positions,
+// pushes the same gradients to both (`with` handing them back, or
+// `stale` ones when given), and checks both read the same afterwards.
+void PullPushBoth(SparseTable& with, SparseTable& without,
+                  const std::vector<uint64_t>& keys, float scale,
+                  const PullPositions* stale = nullptr) {
+  const uint32_t pd = with.pull_dim();
+  std::vector<float> a(keys.size() * pd), b(keys.size() * pd);
+  PullPositions positions;
+  ASSERT_TRUE(with.Pull(keys, true, a.data(), &positions).ok());
+  ASSERT_TRUE(without.Pull(keys, true, b.data()).ok());
+  ASSERT_EQ(a, b);
+  std::vector<float> grads(keys.size() * pd), shows(keys.size(), 1),
+      clicks(keys.size(), 0);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = scale * (i % 7 + 1);
+  PushBatch push;
+  push.keys = keys;
+  push.grads = grads.data();
+  push.shows = shows.data();
+  push.clicks = clicks.data();
+  push.positions = stale != nullptr ? stale : &positions;
+  ASSERT_TRUE(with.Push(push).ok());
+  push.positions = nullptr;
+  ASSERT_TRUE(without.Push(push).ok());
+  ASSERT_TRUE(with.Pull(keys, false, a.data()).ok());
+  ASSERT_TRUE(without.Pull(keys, false, b.data()).ok());
+  EXPECT_EQ(a, b);
+}
+
+std::vector<uint64_t> Keys(uint64_t from, uint64_t n) {
+  std::vector<uint64_t> k;
+  for (uint64_t i = 0; i < n; ++i) k.push_back(from + i * 7919);
+  return k;
+}
+
+TEST(PullPositionsTest, APushThroughPositionsAppliesAsOneWithout) {
+  auto with = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
+  auto without = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
+  for (int round = 0; round < 5; ++round) {
+    // Half the keys known, half new each round; one key twice.
+    std::vector<uint64_t> keys = Keys(round * 50, 100);
+    keys.push_back(keys[3]);
+    PullPushBoth(*with, *without, keys, 0.01f * (round + 1));
+  }
+}
+
+// After Shrink frees rows, positions taken before it point at dead slots
+// (some then reused by other keys): the push must find the keys anew, not
+// write into the dead rows, which would lose the update.
+TEST(PullPositionsTest, PositionsFromBeforeAShrinkAreNotTrusted) {
+  TableOptions o = SmallOptions(OptimizerRule::kSgd, 2);
+  o.delete_threshold = 0.15f;
+  o.show_decay_rate = 0.9f;
+  auto with = NewMemoryTable(o);
+  auto without = NewMemoryTable(o);
+  const std::vector<uint64_t> keys = Keys(1, 40);
+  std::vector<float> rows(keys.size() * with->pull_dim());
+  PullPositions before;
+  ASSERT_TRUE(with->Pull(keys, true, rows.data(), &before).ok());
+  ASSERT_TRUE(without->Pull(keys, true, rows.data()).ok());
+  // Rows never pushed score 0 < 0.15: Shrink deletes them all.
+  ASSERT_EQ(*with->Shrink(), keys.size());
+  ASSERT_EQ(*without->Shrink(), keys.size());
+  // Other keys take some of the freed slots.
+  PullPushBoth(*with, *without, Keys(100000, 10), 0.5f);
+  PullPushBoth(*with, *without, keys, 0.25f, &before);
+  EXPECT_EQ(with->Stats().rows, without->Stats().rows);
+}
+
+TEST(PullPositionsTest, PositionsOfOtherKeysAreIgnored) {
+  auto with = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
+  auto without = NewMemoryTable(SmallOptions(OptimizerRule::kAdagrad, 3));
+  const std::vector<uint64_t> other = Keys(5, 64);
+  std::vector<float> rows(other.size() * with->pull_dim());
+  PullPositions foreign;
+  ASSERT_TRUE(with->Pull(other, true, rows.data(), &foreign).ok());
+  ASSERT_TRUE(without->Pull(other, true, rows.data()).ok());
+  PullPushBoth(*with, *without, Keys(3, 64), 0.1f, &foreign);
+  // The same keys in another order are other keys too.
+  std::vector<uint64_t> reversed(other.rbegin(), other.rend());
+  PullPushBoth(*with, *without, reversed, 0.2f, &foreign);
+  std::vector<float> a(rows.size()), b(rows.size());
+  ASSERT_TRUE(with->Pull(other, false, a.data()).ok());
+  ASSERT_TRUE(without->Pull(other, false, b.data()).ok());
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace positions_test
+
 }  // namespace
 }  // namespace sampan

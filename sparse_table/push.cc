@@ -140,44 +140,92 @@ absl::Status ShardedTable::ApplyShards(const PushBatch& b,
 void ShardedTable::PushInMemory(const PushBatch& b,
                                 const std::vector<uint8_t>& skip,
                                 PushResult& result) {
-  const uint32_t pd = pull_dim();
-  const std::vector<Group> groups = GroupByShard(b.keys);
   absl::flat_hash_set<uint64_t> refused;  // admission said no in this push
   // One shard lock at a time: exactly-once and snapshots need each shard's
   // rows and sequence to change together, not every shard's at once, and a
   // push holding all of them stalled every pull of the table (a pserver's
   // gRPC threads, a local trainer's other threads) for the whole push.
-  for (const Group& g : groups) {
-    Shard& sh = shards_[g.shard];
-    std::lock_guard<std::mutex> lock(sh.mu);
-    if (b.sequence != 0) {
-      auto [it, inserted] = sh.last_sequence.try_emplace(b.writer_id, 0);
-      if (!inserted && b.sequence <= it->second) {
-        result.duplicate_keys += g.idx.size();
+  const PullPositions* p = b.positions;
+  if (p != nullptr && PositionsFit(b)) {
+    uint32_t begin = 0;
+    for (size_t g = 0; g < p->group_shard.size(); ++g) {
+      PushShardInMemory(b, skip, p->group_shard[g], p->order.data() + begin,
+                        p->group_end[g] - begin, p, p->group_epoch[g], refused,
+                        result);
+      begin = p->group_end[g];
+    }
+    return;
+  }
+  for (const Group& g : GroupByShard(b.keys)) {
+    PushShardInMemory(b, skip, g.shard, g.idx.data(), g.idx.size(), nullptr, 0,
+                      refused, result);
+  }
+}
+
+// The positions are this push's keys' (the same sequence, by fingerprint:
+// a foreign grouping would put keys in other shards' locks) and well formed.
+bool ShardedTable::PositionsFit(const PushBatch& b) const {
+  const PullPositions& p = *b.positions;
+  const size_t n = b.keys.size();
+  if (p.num_keys != n || p.order.size() != n || p.slot.size() != n ||
+      p.group_end.size() != p.group_shard.size() ||
+      p.group_epoch.size() != p.group_shard.size() ||
+      p.keys_fingerprint != KeysFingerprint(b.keys)) {
+    return false;
+  }
+  uint32_t begin = 0;
+  for (size_t g = 0; g < p.group_shard.size(); ++g) {
+    if (p.group_end[g] < begin || p.group_shard[g] >= o_.num_shards) {
+      return false;
+    }
+    begin = p.group_end[g];
+  }
+  return begin == n;
+}
+
+void ShardedTable::PushShardInMemory(const PushBatch& b,
+                                     const std::vector<uint8_t>& skip,
+                                     uint32_t s, const uint32_t* idx, size_t n,
+                                     const PullPositions* positions,
+                                     uint64_t epoch,
+                                     absl::flat_hash_set<uint64_t>& refused,
+                                     PushResult& result) {
+  const uint32_t pd = pull_dim();
+  Shard& sh = shards_[s];
+  std::lock_guard<std::mutex> lock(sh.mu);
+  if (b.sequence != 0) {
+    auto [it, inserted] = sh.last_sequence.try_emplace(b.writer_id, 0);
+    if (!inserted && b.sequence <= it->second) {
+      result.duplicate_keys += n;
+      return;
+    }
+    it->second = b.sequence;
+  }
+  // Until a row leaves the shard, a slot keeps its key's row.
+  const bool recorded = positions != nullptr && epoch == sh.evict_epoch;
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t i = idx[k];
+    if (skip[i]) continue;
+    const uint64_t key = b.keys[i];
+    uint32_t slot = recorded ? positions->slot[i] : kNoSlot;
+    if (slot >= sh.slot_key.size() || sh.slot_key[slot] != key) {
+      slot = sh.index.Find(key);
+    }
+    if (slot == HashIndex::kEmpty) {
+      if (refused.contains(key) || !sh.admission.OnPush(key)) {
+        refused.insert(key);
+        ++result.unadmitted_keys;
         continue;
       }
-      it->second = b.sequence;
+      slot = Insert(sh, key, true);
+      acc_.InitRow(key, sh.rows[slot]);
     }
-    for (uint32_t i : g.idx) {
-      if (skip[i]) continue;
-      const uint64_t key = b.keys[i];
-      uint32_t slot = sh.index.Find(key);
-      if (slot == HashIndex::kEmpty) {
-        if (refused.contains(key) || !sh.admission.OnPush(key)) {
-          refused.insert(key);
-          ++result.unadmitted_keys;
-          continue;
-        }
-        slot = Insert(sh, key, true);
-        acc_.InitRow(key, sh.rows[slot]);
-      }
-      sh.changed[slot] = 1;
-      acc_.Push(key, sh.rows[slot], b.grads + size_t{i} * pd, b.shows[i],
-                b.clicks[i]);
-      ++result.applied_keys;
-    }
-    ++sh.version;
+    sh.changed[slot] = 1;
+    acc_.Push(key, sh.rows[slot], b.grads + size_t{i} * pd, b.shows[i],
+              b.clicks[i]);
+    ++result.applied_keys;
   }
+  ++sh.version;
 }
 
 absl::Status ShardedTable::ReplayPush(uint64_t lsn, const PushBatch& b) {

@@ -43,6 +43,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "common/hash_index.h"
 #include "sparse_table/accessor.h"
 #include "sparse_table/admission.h"
@@ -101,8 +102,9 @@ struct Shard {
   // Bumped by every applied push; a pull that read RocksDB unlocked re-reads
   // when it changed.
   uint64_t version ABSL_GUARDED_BY(mu) = 0;
-  // Bumped whenever a row leaves the hot tier: a row that was not hot and
-  // stayed so while this held still has the value RocksDB had.
+  // Bumped whenever a row leaves the hot tier (or the memory table): a row
+  // that was not hot and stayed so while this held still has the value
+  // RocksDB had, and a slot holds the same key's row (PullPositions).
   uint64_t evict_epoch ABSL_GUARDED_BY(mu) = 0;
   // Last applied push sequence per writer (exactly-once).
   absl::flat_hash_map<uint64_t, uint64_t> last_sequence ABSL_GUARDED_BY(mu);
@@ -126,6 +128,13 @@ struct Shard {
   uint64_t first_dirty_lsn ABSL_GUARDED_BY(mu) = 0;
   uint64_t flushing_from ABSL_GUARDED_BY(mu) = 0;
 };
+
+// Order-dependent: the same keys in another order differ (PullPositions).
+inline uint64_t KeysFingerprint(absl::Span<const uint64_t> keys) {
+  uint64_t h = keys.size();
+  for (uint64_t k : keys) h = (h ^ k) * 0x9e3779b97f4a7c15ULL + 1;
+  return h;
+}
 
 // Key positions of one request, grouped by shard; shards ascending.
 struct Group {
@@ -168,6 +177,8 @@ class ShardedTable final : public SparseTable {
   uint32_t pull_dim() const override { return acc_.pull_dim(); }
   absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                     float* out) override;
+  absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
+                    float* out, PullPositions* positions) override;
   bool PullIfInMemory(absl::Span<const uint64_t> keys, bool is_training,
                       float* out) override;
   absl::StatusOr<PushResult> Push(const PushBatch& batch) override;
@@ -187,6 +198,9 @@ class ShardedTable final : public SparseTable {
 
  private:
   std::vector<Group> GroupByShard(absl::Span<const uint64_t> keys) const;
+  // Pull; records positions (memory backend) unless `positions` is null.
+  absl::Status PullAndRecord(absl::Span<const uint64_t> keys, bool is_training,
+                             float* out, PullPositions* positions);
   float* Find(Shard& sh, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   // A slot for `key` (not present), evicting a clean row with CLOCK at the
   // budget. With no clean row to evict: grows past the budget if may_grow,
@@ -240,9 +254,17 @@ class ShardedTable final : public SparseTable {
   // Flushes the live shards whose dirty rows reached their budget and
   // trims the ones a push grew past it.
   absl::Status Backpressure(const PushWork& w);
-  // Memory backend: the whole push, applied in place.
+  // Memory backend: the whole push, applied in place, one shard at a time
+  // (the keys b.keys[idx[0..n)] of shard s), taking b.positions where they
+  // hold.
   void PushInMemory(const PushBatch& b, const std::vector<uint8_t>& skip,
                     PushResult& result);
+  bool PositionsFit(const PushBatch& b) const;
+  void PushShardInMemory(const PushBatch& b, const std::vector<uint8_t>& skip,
+                         uint32_t s, const uint32_t* idx, size_t n,
+                         const PullPositions* positions, uint64_t epoch,
+                         absl::flat_hash_set<uint64_t>& refused,
+                         PushResult& result);
   void TrimToBudget(Shard& sh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
 
   // Redo log mode (redo_table.cc).

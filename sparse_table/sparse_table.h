@@ -139,6 +139,26 @@ struct TableOptions {
 
 // One push: keys.size() gradient rows of pull_dim() floats, and per-key
 // impressions and clicks. The arrays are borrowed for the call only.
+// Where a Pull found its keys' rows, so that a Push of the same keys in the
+// same order (PushBatch::positions) skips finding them again: a local
+// trainer pulls and pushes every batch's keys in its in-process table.
+// Filled by the memory backend's Pull only (the RocksDB one leaves it
+// empty). A Push uses them only for the key sequence they were taken for
+// (a 64-bit fingerprint of it), and a position only while its shard has
+// removed no row since the pull and the slot still holds that key;
+// otherwise it looks the key up as usual. So stale or foreign positions
+// cost time, not a wrong row. The fields are the table's; callers only hand
+// them back.
+struct PullPositions {
+  size_t num_keys = 0;
+  uint64_t keys_fingerprint = 0;      // of the key sequence, order included
+  std::vector<uint32_t> group_shard;  // shards ascending
+  std::vector<uint32_t> group_end;    // end of each group's run in `order`
+  std::vector<uint64_t> group_epoch;  // its shard's removal epoch then
+  std::vector<uint32_t> order;        // key indices, grouped by shard
+  std::vector<uint32_t> slot;         // per key index; ~0u for none
+};
+
 struct PushBatch {
   absl::Span<const uint64_t> keys;
   const float* grads = nullptr;
@@ -147,6 +167,8 @@ struct PushBatch {
   // Identifies the writer (a trainer incarnation); sequence 0 = untracked.
   uint64_t writer_id = 0;
   uint64_t sequence = 0;
+  // Optional: what a Pull of these keys recorded (PullPositions).
+  const PullPositions* positions = nullptr;
 };
 
 struct PushResult {
@@ -190,6 +212,13 @@ class SparseTable {
   // only on a storage error (RocksDB); `out` is then unspecified.
   virtual absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                             float* out) = 0;
+  // The same, recording where each row is for a Push of the same keys
+  // (PullPositions); backends that keep no positions leave it empty.
+  virtual absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
+                            float* out, PullPositions* positions) {
+    *positions = PullPositions();
+    return Pull(keys, is_training, out);
+  }
 
   // Pull, when every row is in memory (always for the memory backend; the
   // RocksDB backend: every key in the hot tier): returns true with `out`

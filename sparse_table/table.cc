@@ -173,27 +173,57 @@ bool ShardedTable::Finite(const PushBatch& b, size_t i) const {
 
 absl::Status ShardedTable::Pull(absl::Span<const uint64_t> keys,
                                 bool is_training, float* out) {
+  return PullAndRecord(keys, is_training, out, nullptr);
+}
+
+absl::Status ShardedTable::Pull(absl::Span<const uint64_t> keys,
+                                bool is_training, float* out,
+                                PullPositions* positions) {
+  *positions = PullPositions();
+  return PullAndRecord(keys, is_training, out,
+                       store_ == nullptr ? positions : nullptr);
+}
+
+absl::Status ShardedTable::PullAndRecord(absl::Span<const uint64_t> keys,
+                                         bool is_training, float* out,
+                                         PullPositions* positions) {
   const uint32_t pd = pull_dim();
   std::vector<Group> groups = GroupByShard(keys);
   std::vector<std::vector<uint32_t>> misses(groups.size());
   std::vector<uint64_t> versions(groups.size());
+  if (positions != nullptr) {
+    positions->num_keys = keys.size();
+    positions->keys_fingerprint = KeysFingerprint(keys);
+    positions->order.reserve(keys.size());
+    positions->slot.assign(keys.size(), kNoSlot);
+  }
   for (size_t g = 0; g < groups.size(); ++g) {
     Shard& sh = shards_[groups[g].shard];
     std::lock_guard<std::mutex> lock(sh.mu);
     versions[g] = sh.version;
     for (uint32_t i : groups[g].idx) {
       float* dst = out + size_t{i} * pd;
-      if (const float* row = Find(sh, keys[i])) {
-        acc_.Pull(row, dst);
+      uint32_t slot = sh.index.Find(keys[i]);
+      if (slot != HashIndex::kEmpty) {
+        if (store_ != nullptr) sh.referenced[slot] = 1;
+        acc_.Pull(sh.rows[slot], dst);
       } else if (store_ != nullptr) {
         misses[g].push_back(i);
       } else if (is_training && !sh.admission.enabled()) {
-        float* row = sh.rows[Insert(sh, keys[i], true)];
-        acc_.InitRow(keys[i], row);
-        acc_.Pull(row, dst);
+        slot = Insert(sh, keys[i], true);
+        acc_.InitRow(keys[i], sh.rows[slot]);
+        acc_.Pull(sh.rows[slot], dst);
       } else {
         std::fill(dst, dst + pd, 0.0f);
       }
+      if (positions != nullptr) positions->slot[i] = slot;
+    }
+    if (positions != nullptr) {
+      positions->group_shard.push_back(groups[g].shard);
+      positions->group_epoch.push_back(sh.evict_epoch);
+      positions->order.insert(positions->order.end(), groups[g].idx.begin(),
+                              groups[g].idx.end());
+      positions->group_end.push_back(positions->order.size());
     }
   }
   if (store_ == nullptr) return absl::OkStatus();

@@ -26,6 +26,7 @@ struct Worker : BatchKeys {
   Batch batch;
   std::vector<float> rows, grads, probs, dense, dense_grads;
   CtrModel::Workspace ws;
+  PullPositions positions;  // this batch's rows, for its push
 
   void Dedup() { BatchKeys::Dedup(batch); }
   void DedupAndCount() { BatchKeys::DedupAndCount(batch); }
@@ -102,7 +103,9 @@ class LocalTrainer {
     w->DedupAndCount();
     const size_t floats = w->keys.size() * model_.row_dim();
     w->rows.resize(floats);
-    if (absl::Status s = table_->Pull(w->keys, true, w->rows.data()); !s.ok()) {
+    if (absl::Status s =
+            table_->Pull(w->keys, true, w->rows.data(), &w->positions);
+        !s.ok()) {
       return s;
     }
     w->grads.assign(floats, 0.0f);
@@ -117,6 +120,7 @@ class LocalTrainer {
     push.grads = w->grads.data();
     push.shows = w->shows.data();
     push.clicks = w->clicks.data();
+    push.positions = &w->positions;
     if (absl::StatusOr<PushResult> r = table_->Push(push); !r.ok()) {
       return r.status();
     }
