@@ -183,6 +183,10 @@ bool ShardedTable::PositionsFit(const PushBatch& b) const {
   return begin == n;
 }
 
+// How many keys ahead a positions push prefetches rows: enough to cover a
+// memory latency at ~20 ns a key.
+constexpr size_t kPushPrefetch = 8;
+
 void ShardedTable::PushShardInMemory(const PushBatch& b,
                                      const std::vector<uint8_t>& skip,
                                      uint32_t s, const uint32_t* idx, size_t n,
@@ -203,7 +207,17 @@ void ShardedTable::PushShardInMemory(const PushBatch& b,
   }
   // Until a row leaves the shard, a slot keeps its key's row.
   const bool recorded = positions != nullptr && epoch == sh.evict_epoch;
+  const uint32_t slots = sh.slot_key.size();
   for (size_t k = 0; k < n; ++k) {
+    // Known slots let the rows a few keys ahead be on their way.
+    if (recorded && k + kPushPrefetch < n) {
+      const uint32_t ahead = positions->slot[idx[k + kPushPrefetch]];
+      if (ahead < slots) {
+        const float* row = sh.rows[ahead];
+        __builtin_prefetch(row);
+        __builtin_prefetch(row + 16);
+      }
+    }
     const uint32_t i = idx[k];
     if (skip[i]) continue;
     const uint64_t key = b.keys[i];
