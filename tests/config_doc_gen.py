@@ -43,7 +43,9 @@ Enum values are written by name, in any case (`type: adagrad`). Lists are
 YAML sequences (`hidden: [400, 400]`) and replace the default list.
 
 Presets in [`configs/`](../configs/): `demo.yaml` (FM on synthetic data, what
-`make demo` runs), `criteo-deepfm.yaml`, `avazu-wide-deep.yaml`,
+`make demo` runs), `criteo-deepfm.yaml`, `criteo-lr.yaml` (LR that
+meets the Criteo 137k target: FTRL rows, empty fields as values),
+`avazu-wide-deep.yaml`,
 `large-rocksdb.yaml` (a durable RocksDB table larger than RAM),
 `hybrid-gpu.yaml` (sparse tables on pservers, dense layers on GPU trainers,
 gang-scheduled on Kubernetes) and `k8s-demo.yaml` (the demo as
