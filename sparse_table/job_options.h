@@ -24,7 +24,9 @@ inline constexpr uint32_t kDenseTableId = 1;
 bool HasDenseTable(const JobConfig& job);
 
 // Table kDenseTableId of pserver i: rows as wide as table 0's, updated by
-// model.dense_optimizer (the rule SYNC and HYBRID apply in the trainer),
+// model.dense_optimizer's rule (SGD and Adam as the trainer applies them in
+// SYNC and HYBRID; the table's Adagrad keeps one accumulator per row block,
+// the trainer's one per weight),
 // starting at zero (the rows are offsets from the model's initialisation),
 // never admitted late, delayed or shrunk away. Its RocksDB directory lies
 // inside table 0's, `<table 0's>/table-1`, so that the snapshot, copy and

@@ -2,6 +2,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/hash.h"
 #include "gtest/gtest.h"
 #include "sparse_table/sparse_table.h"
 
@@ -316,6 +317,55 @@ TEST(PullPositionsTest, PositionsFromBeforeAShrinkAreNotTrusted) {
   PullPushBoth(*with, *without, Keys(100000, 10), 0.5f);
   PullPushBoth(*with, *without, keys, 0.25f, &before);
   EXPECT_EQ(with->Stats().rows, without->Stats().rows);
+}
+
+// Another table's positions for the same keys may match this table's
+// epochs and freed slots; they must not be taken.
+TEST(PullPositionsTest, PositionsOfAnotherTableAreIgnored) {
+  TableOptions o = SmallOptions(OptimizerRule::kSgd, 2);
+  o.delete_threshold = 0.15f;
+  auto other = NewMemoryTable(o);
+  auto with = NewMemoryTable(o);
+  auto without = NewMemoryTable(o);
+  const std::vector<uint64_t> keys = Keys(11, 40);
+  std::vector<float> rows(keys.size() * with->pull_dim());
+  for (SparseTable* t : {with.get(), without.get()}) {
+    ASSERT_TRUE(t->Pull(keys, true, rows.data()).ok());
+    ASSERT_EQ(*t->Shrink(), keys.size());  // dead slots that keep their keys
+  }
+  // `other` gives the keys the same slots and its shards the same epochs
+  // (one removal per key in each shard): pushed keys survive its Shrink,
+  // as many extra keys of the same shards, pulled after them, do not.
+  std::vector<uint64_t> extra;
+  for (uint64_t key : keys) {
+    uint64_t e = key + 1000003;
+    while (ShardOf(e, o.num_shards) != ShardOf(key, o.num_shards)) ++e;
+    extra.push_back(e);
+  }
+  ASSERT_TRUE(other->Pull(keys, true, rows.data()).ok());
+  ASSERT_TRUE(other->Pull(extra, true, rows.data()).ok());
+  std::vector<float> ones(rows.size(), 1.0f);
+  ASSERT_TRUE(
+      PushRows(*other, keys, ones.data(), ones.data(), ones.data()).ok());
+  ASSERT_EQ(*other->Shrink(), extra.size());
+  PullPositions foreign;
+  ASSERT_TRUE(other->Pull(keys, true, rows.data(), &foreign).ok());
+  std::vector<float> grads(rows.size(), 0.5f), shows(keys.size(), 1),
+      clicks(keys.size(), 0);
+  PushBatch push;
+  push.keys = keys;
+  push.grads = grads.data();
+  push.shows = shows.data();
+  push.clicks = clicks.data();
+  push.positions = &foreign;
+  ASSERT_TRUE(with->Push(push).ok());
+  push.positions = nullptr;
+  ASSERT_TRUE(without->Push(push).ok());
+  std::vector<float> a(rows.size()), b(rows.size());
+  ASSERT_TRUE(with->Pull(keys, false, a.data()).ok());
+  ASSERT_TRUE(without->Pull(keys, false, b.data()).ok());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(with->Stats().rows, keys.size());
 }
 
 TEST(PullPositionsTest, PositionsOfOtherKeysAreIgnored) {

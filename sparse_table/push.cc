@@ -162,13 +162,14 @@ void ShardedTable::PushInMemory(const PushBatch& b,
   }
 }
 
-// The positions are this push's keys' (the same sequence, by fingerprint:
-// a foreign grouping would put keys in other shards' locks) and well formed.
+// The positions are this table's, for this push's keys (the same sequence,
+// by fingerprint: a foreign grouping would put keys in other shards'
+// locks), and well formed.
 bool ShardedTable::PositionsFit(const PushBatch& b) const {
   const PullPositions& p = *b.positions;
   const size_t n = b.keys.size();
-  if (p.num_keys != n || p.order.size() != n || p.slot.size() != n ||
-      p.group_end.size() != p.group_shard.size() ||
+  if (p.table != id_ || p.num_keys != n || p.order.size() != n ||
+      p.slot.size() != n || p.group_end.size() != p.group_shard.size() ||
       p.group_epoch.size() != p.group_shard.size() ||
       p.keys_fingerprint != KeysFingerprint(b.keys)) {
     return false;

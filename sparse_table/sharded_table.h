@@ -316,6 +316,7 @@ class ShardedTable final : public SparseTable {
   absl::Status ApplyMemoryDelta(const std::string& path);
 
   const TableOptions o_;
+  const uint64_t id_;  // PullPositions::table
   const CtrAccessor acc_;
   const uint32_t stride_;
   const std::unique_ptr<RowStore> store_;  // null for the memory backend

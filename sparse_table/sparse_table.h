@@ -143,13 +143,14 @@ struct TableOptions {
 // same order (PushBatch::positions) skips finding them again: a local
 // trainer pulls and pushes every batch's keys in its in-process table.
 // Filled by the memory backend's Pull only (the RocksDB one leaves it
-// empty). A Push uses them only for the key sequence they were taken for
-// (a 64-bit fingerprint of it), and a position only while its shard has
-// removed no row since the pull and the slot still holds that key;
+// empty). A Push uses them only in the table and for the key sequence they
+// were taken for (a 64-bit fingerprint of it), and a position only while its
+// shard has removed no row since the pull and the slot still holds that key;
 // otherwise it looks the key up as usual. So stale or foreign positions
 // cost time, not a wrong row. The fields are the table's; callers only hand
 // them back.
 struct PullPositions {
+  uint64_t table = 0;  // which table took them (an id unique per process)
   size_t num_keys = 0;
   uint64_t keys_fingerprint = 0;      // of the key sequence, order included
   std::vector<uint32_t> group_shard;  // shards ascending

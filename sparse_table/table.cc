@@ -11,9 +11,20 @@
 
 namespace sampan {
 
+namespace {
+uint64_t NextTableId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 ShardedTable::ShardedTable(const TableOptions& o,
                            std::unique_ptr<RowStore> store)
-    : o_(o), acc_(o), stride_(acc_.full_floats()), store_(std::move(store)) {
+    : o_(o),
+      id_(NextTableId()),
+      acc_(o),
+      stride_(acc_.full_floats()),
+      store_(std::move(store)) {
   for (uint32_t s = 0; s < o.num_shards; ++s) {
     shards_.emplace_back(o, s + 1, stride_);
   }
@@ -192,6 +203,7 @@ absl::Status ShardedTable::PullAndRecord(absl::Span<const uint64_t> keys,
   std::vector<std::vector<uint32_t>> misses(groups.size());
   std::vector<uint64_t> versions(groups.size());
   if (positions != nullptr) {
+    positions->table = id_;
     positions->num_keys = keys.size();
     positions->keys_fingerprint = KeysFingerprint(keys);
     positions->order.reserve(keys.size());

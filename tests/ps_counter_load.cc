@@ -175,6 +175,10 @@ int main(int argc, char** argv) {
     std::printf("%s\n", std::string(flags.status().message()).c_str());
     return 2;
   }
+  if (flags->Has("table_id") && !flags->Has("config")) {
+    std::printf("--table_id needs --config (the job that has the table)\n");
+    return 2;
+  }
   std::unique_ptr<JobConfig> job;
   PsClientOptions o;
   o.num_shards = Int(*flags, "num_shards", 16);

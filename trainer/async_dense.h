@@ -13,6 +13,9 @@
 // both (an L2 term pulls an offset toward the initialisation, not zero).
 //
 // Gradients go out as the per-example mean, as SYNC and HYBRID apply them.
+// Pushes that queue while one is in flight are merged by summing
+// (PsClient), as every async parameter server does: under Adam such a merge
+// is one step for several batches, under SGD a step of their summed means.
 // (Until 2026-12-01 the rows were table 0's, under its Adagrad with l2 0.1
 // on the offsets: ASYNC ended 0.0023 AUC below SYNC on Criteo 137k.)
 //
