@@ -250,9 +250,33 @@ TEST(MemoryTableTest, DuplicateKeysInOnePushAccumulate) {
 
 namespace positions_test {
 
+// Pushes the same gradients for `keys` to both tables (`with` through
+// `positions`, `without` looking every key up) and checks both read the
+// same afterwards.
+void PushBoth(SparseTable& with, SparseTable& without,
+              const std::vector<uint64_t>& keys, float scale,
+              const PullPositions* positions) {
+  const uint32_t pd = with.pull_dim();
+  std::vector<float> grads(keys.size() * pd), shows(keys.size(), 1),
+      clicks(keys.size(), 0);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = scale * (i % 7 + 1);
+  PushBatch push;
+  push.keys = keys;
+  push.grads = grads.data();
+  push.shows = shows.data();
+  push.clicks = clicks.data();
+  push.positions = positions;
+  ASSERT_TRUE(with.Push(push).ok());
+  push.positions = nullptr;
+  ASSERT_TRUE(without.Push(push).ok());
+  std::vector<float> a(keys.size() * pd), b(keys.size() * pd);
+  ASSERT_TRUE(with.Pull(keys, false, a.data()).ok());
+  ASSERT_TRUE(without.Pull(keys, false, b.data()).ok());
+  EXPECT_EQ(a, b);
+}
+
 // Pulls `keys` (training) from both tables, `with` recording positions,
-// pushes the same gradients to both (`with` handing them back, or
-// `stale` ones when given), and checks both read the same afterwards.
+// then PushBoth through those positions (or `stale` ones when given).
 void PullPushBoth(SparseTable& with, SparseTable& without,
                   const std::vector<uint64_t>& keys, float scale,
                   const PullPositions* stale = nullptr) {
@@ -262,21 +286,7 @@ void PullPushBoth(SparseTable& with, SparseTable& without,
   ASSERT_TRUE(with.Pull(keys, true, a.data(), &positions).ok());
   ASSERT_TRUE(without.Pull(keys, true, b.data()).ok());
   ASSERT_EQ(a, b);
-  std::vector<float> grads(keys.size() * pd), shows(keys.size(), 1),
-      clicks(keys.size(), 0);
-  for (size_t i = 0; i < grads.size(); ++i) grads[i] = scale * (i % 7 + 1);
-  PushBatch push;
-  push.keys = keys;
-  push.grads = grads.data();
-  push.shows = shows.data();
-  push.clicks = clicks.data();
-  push.positions = stale != nullptr ? stale : &positions;
-  ASSERT_TRUE(with.Push(push).ok());
-  push.positions = nullptr;
-  ASSERT_TRUE(without.Push(push).ok());
-  ASSERT_TRUE(with.Pull(keys, false, a.data()).ok());
-  ASSERT_TRUE(without.Pull(keys, false, b.data()).ok());
-  EXPECT_EQ(a, b);
+  PushBoth(with, without, keys, scale, stale != nullptr ? stale : &positions);
 }
 
 std::vector<uint64_t> Keys(uint64_t from, uint64_t n) {
@@ -313,8 +323,10 @@ TEST(PullPositionsTest, PositionsFromBeforeAShrinkAreNotTrusted) {
   // Rows never pushed score 0 < 0.15: Shrink deletes them all.
   ASSERT_EQ(*with->Shrink(), keys.size());
   ASSERT_EQ(*without->Shrink(), keys.size());
-  // Other keys take some of the freed slots.
+  // Other keys take some of the freed slots; the rest are dead but still
+  // name their old keys, so only the shard's epoch tells them apart.
   PullPushBoth(*with, *without, Keys(100000, 10), 0.5f);
+  PushBoth(*with, *without, keys, 0.25f, &before);
   PullPushBoth(*with, *without, keys, 0.25f, &before);
   EXPECT_EQ(with->Stats().rows, without->Stats().rows);
 }
@@ -350,21 +362,7 @@ TEST(PullPositionsTest, PositionsOfAnotherTableAreIgnored) {
   ASSERT_EQ(*other->Shrink(), extra.size());
   PullPositions foreign;
   ASSERT_TRUE(other->Pull(keys, true, rows.data(), &foreign).ok());
-  std::vector<float> grads(rows.size(), 0.5f), shows(keys.size(), 1),
-      clicks(keys.size(), 0);
-  PushBatch push;
-  push.keys = keys;
-  push.grads = grads.data();
-  push.shows = shows.data();
-  push.clicks = clicks.data();
-  push.positions = &foreign;
-  ASSERT_TRUE(with->Push(push).ok());
-  push.positions = nullptr;
-  ASSERT_TRUE(without->Push(push).ok());
-  std::vector<float> a(rows.size()), b(rows.size());
-  ASSERT_TRUE(with->Pull(keys, false, a.data()).ok());
-  ASSERT_TRUE(without->Pull(keys, false, b.data()).ok());
-  EXPECT_EQ(a, b);
+  PushBoth(*with, *without, keys, 0.5f, &foreign);
   EXPECT_EQ(with->Stats().rows, keys.size());
 }
 

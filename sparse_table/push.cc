@@ -223,7 +223,7 @@ void ShardedTable::PushShardInMemory(const PushBatch& b,
     if (skip[i]) continue;
     const uint64_t key = b.keys[i];
     uint32_t slot = recorded ? positions->slot[i] : kNoSlot;
-    if (slot >= sh.slot_key.size() || sh.slot_key[slot] != key) {
+    if (slot >= slots || sh.slot_key[slot] != key) {
       slot = sh.index.Find(key);
     }
     if (slot == HashIndex::kEmpty) {

@@ -202,6 +202,9 @@ class ShardedTable final : public SparseTable {
   absl::Status PullAndRecord(absl::Span<const uint64_t> keys, bool is_training,
                              float* out, PullPositions* positions);
   float* Find(Shard& sh, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+  // Find's slot (HashIndex::kEmpty when absent).
+  uint32_t FindSlot(Shard& sh, uint64_t key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   // A slot for `key` (not present), evicting a clean row with CLOCK at the
   // budget. With no clean row to evict: grows past the budget if may_grow,
   // else returns kNoSlot.

@@ -137,8 +137,6 @@ struct TableOptions {
   float admit_probability = 1.0f;
 };
 
-// One push: keys.size() gradient rows of pull_dim() floats, and per-key
-// impressions and clicks. The arrays are borrowed for the call only.
 // Where a Pull found its keys' rows, so that a Push of the same keys in the
 // same order (PushBatch::positions) skips finding them again: a local
 // trainer pulls and pushes every batch's keys in its in-process table.
@@ -158,8 +156,22 @@ struct PullPositions {
   std::vector<uint64_t> group_epoch;  // its shard's removal epoch then
   std::vector<uint32_t> order;        // key indices, grouped by shard
   std::vector<uint32_t> slot;         // per key index; ~0u for none
+
+  // Empties them, keeping the vectors' memory for the next batch.
+  void Clear() {
+    table = 0;
+    num_keys = 0;
+    keys_fingerprint = 0;
+    group_shard.clear();
+    group_end.clear();
+    group_epoch.clear();
+    order.clear();
+    slot.clear();
+  }
 };
 
+// One push: keys.size() gradient rows of pull_dim() floats, and per-key
+// impressions and clicks. The arrays are borrowed for the call only.
 struct PushBatch {
   absl::Span<const uint64_t> keys;
   const float* grads = nullptr;
@@ -217,7 +229,7 @@ class SparseTable {
   // (PullPositions); backends that keep no positions leave it empty.
   virtual absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                             float* out, PullPositions* positions) {
-    *positions = PullPositions();
+    positions->Clear();
     return Pull(keys, is_training, out);
   }
 

@@ -84,11 +84,15 @@ std::vector<Group> ShardedTable::GroupByShard(
   return groups;
 }
 
-float* ShardedTable::Find(Shard& sh, uint64_t key) {
+uint32_t ShardedTable::FindSlot(Shard& sh, uint64_t key) {
   const uint32_t slot = sh.index.Find(key);
-  if (slot == HashIndex::kEmpty) return nullptr;
-  if (store_ != nullptr) sh.referenced[slot] = 1;
-  return sh.rows[slot];
+  if (slot != HashIndex::kEmpty && store_ != nullptr) sh.referenced[slot] = 1;
+  return slot;
+}
+
+float* ShardedTable::Find(Shard& sh, uint64_t key) {
+  const uint32_t slot = FindSlot(sh, key);
+  return slot == HashIndex::kEmpty ? nullptr : sh.rows[slot];
 }
 
 uint32_t ShardedTable::Insert(Shard& sh, uint64_t key, bool may_grow) {
@@ -190,7 +194,7 @@ absl::Status ShardedTable::Pull(absl::Span<const uint64_t> keys,
 absl::Status ShardedTable::Pull(absl::Span<const uint64_t> keys,
                                 bool is_training, float* out,
                                 PullPositions* positions) {
-  *positions = PullPositions();
+  positions->Clear();
   return PullAndRecord(keys, is_training, out,
                        store_ == nullptr ? positions : nullptr);
 }
@@ -215,9 +219,8 @@ absl::Status ShardedTable::PullAndRecord(absl::Span<const uint64_t> keys,
     versions[g] = sh.version;
     for (uint32_t i : groups[g].idx) {
       float* dst = out + size_t{i} * pd;
-      uint32_t slot = sh.index.Find(keys[i]);
+      uint32_t slot = FindSlot(sh, keys[i]);
       if (slot != HashIndex::kEmpty) {
-        if (store_ != nullptr) sh.referenced[slot] = 1;
         acc_.Pull(sh.rows[slot], dst);
       } else if (store_ != nullptr) {
         misses[g].push_back(i);
