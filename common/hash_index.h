@@ -31,6 +31,9 @@ class SlotKeys {
   uint64_t& operator[](uint32_t slot) {
     return chunks_[slot / kChunk][slot % kChunk];
   }
+  const uint64_t* address(uint32_t slot) const {
+    return &chunks_[slot / kChunk][slot % kChunk];
+  }
   uint32_t size() const { return size_; }
   void push_back(uint64_t key) {
     if (size_ % kChunk == 0) chunks_.emplace_back(new uint64_t[kChunk]);
@@ -66,6 +69,16 @@ class HashIndexOver {
       const uint32_t slot = buckets_[b];
       if (slot == kEmpty || (*keys_)[slot] == key) return slot;
     }
+  }
+
+  // Hints that Find(key) comes soon: its home bucket is fetched meanwhile.
+  void Prefetch(uint64_t key) const {
+    if (size_ != 0) __builtin_prefetch(&buckets_[Home(key)]);
+  }
+  // What key's home bucket holds, unverified: kEmpty, key's slot or another
+  // key's. Lets a caller prefetch what Find(key) will most likely touch.
+  uint32_t HomeSlot(uint64_t key) const {
+    return size_ == 0 ? kEmpty : buckets_[Home(key)];
   }
 
   // `key` must be absent; (*keys)[slot] must already be `key`.

@@ -64,6 +64,10 @@ class RowArena {
   float* operator[](uint32_t slot) {
     return chunks_[slot / kChunk].get() + size_t{slot % kChunk} * stride_;
   }
+  const float* operator[](uint32_t slot) const {
+    return chunks_[slot / kChunk].get() + size_t{slot % kChunk} * stride_;
+  }
+  uint32_t stride() const { return stride_; }
   void Grow(uint32_t slots) {
     while (chunks_.size() * kChunk < slots) {
       chunks_.emplace_back(new float[size_t{kChunk} * stride_]);
@@ -201,6 +205,10 @@ class ShardedTable final : public SparseTable {
   // Pull; records positions (memory backend) unless `positions` is null.
   absl::Status PullAndRecord(absl::Span<const uint64_t> keys, bool is_training,
                              float* out, PullPositions* positions);
+  // Prefetches for the lookups of keys[idx[k + ...]] (see table.cc).
+  static void PrefetchAhead(const Shard& sh, absl::Span<const uint64_t> keys,
+                            const std::vector<uint32_t>& idx, size_t k)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   float* Find(Shard& sh, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
   // Find's slot (HashIndex::kEmpty when absent).
   uint32_t FindSlot(Shard& sh, uint64_t key)

@@ -199,6 +199,26 @@ absl::Status ShardedTable::Pull(absl::Span<const uint64_t> keys,
                        store_ == nullptr ? positions : nullptr);
 }
 
+// Each key's lookup is three dependent loads (its bucket, the slot's key,
+// the row), each a likely cache miss in a table larger than L2: keys far
+// ahead get their buckets fetched, keys nearer their slot's key and row, so
+// that Find and the row copy below mostly hit.
+void ShardedTable::PrefetchAhead(const Shard& sh,
+                                 absl::Span<const uint64_t> keys,
+                                 const std::vector<uint32_t>& idx, size_t k) {
+  constexpr size_t kBucketAhead = 16, kRowAhead = 8;
+  if (k + kBucketAhead < idx.size()) {
+    sh.index.Prefetch(keys[idx[k + kBucketAhead]]);
+  }
+  if (k + kRowAhead >= idx.size()) return;
+  const uint32_t slot = sh.index.HomeSlot(keys[idx[k + kRowAhead]]);
+  if (slot >= sh.slot_key.size()) return;
+  __builtin_prefetch(sh.slot_key.address(slot));
+  const float* row = sh.rows[slot];
+  __builtin_prefetch(row);
+  __builtin_prefetch(row + sh.rows.stride() - 1);
+}
+
 absl::Status ShardedTable::PullAndRecord(absl::Span<const uint64_t> keys,
                                          bool is_training, float* out,
                                          PullPositions* positions) {
@@ -217,7 +237,10 @@ absl::Status ShardedTable::PullAndRecord(absl::Span<const uint64_t> keys,
     Shard& sh = shards_[groups[g].shard];
     std::lock_guard<std::mutex> lock(sh.mu);
     versions[g] = sh.version;
-    for (uint32_t i : groups[g].idx) {
+    const std::vector<uint32_t>& idx = groups[g].idx;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      PrefetchAhead(sh, keys, idx, k);
+      const uint32_t i = idx[k];
       float* dst = out + size_t{i} * pd;
       uint32_t slot = FindSlot(sh, keys[i]);
       if (slot != HashIndex::kEmpty) {

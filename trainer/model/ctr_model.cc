@@ -167,48 +167,183 @@ void CtrModel::DeepBackward(const float* dense, float* dense_grads,
   *dx0 += ws->dh;
 }
 
+namespace {
+
 // FM without a deep tower runs per example rather than per layer: the wide
 // sum, the pooled fields, the pairwise term, the loss and the scatter of
 // gradients all touch one example's rows while they are in L1, and its
 // per-field sums live in a fields x dim buffer instead of the B x fields*dim
 // matrices e and de (SumPool and FmInteraction over those spent most of
 // FM's cycles moving memory). Same function, same gradients.
-float CtrModel::FmExampleLogit(const Batch& batch, const uint32_t* row_of_sign,
-                               size_t i, const float* rows,
-                               Workspace* ws) const {
-  const int rd = row_dim(), dim = dim_;
-  float* fields = ws->fm_fields.data();
-  const uint32_t stamp = uint32_t(i) + 1;
-  ws->fm_touched.clear();
-  float wide = 0;
-  for (uint32_t j = batch.offsets[i]; j < batch.offsets[i + 1]; ++j) {
-    const float* row = rows + size_t(row_of_sign[j]) * rd;
-    wide += row[0];
-    const int f = int(batch.slots[j]) - 1;
-    if (f < 0 || f >= fields_) continue;
-    float* e = fields + size_t(f) * dim;
-    if (ws->fm_stamp[f] != stamp) {  // first sign of field f: no zeroing
-      ws->fm_stamp[f] = stamp;
-      ws->fm_touched.push_back(f);
-      std::copy(row + 1, row + 1 + dim, e);
-    } else {
-      for (int d = 0; d < dim; ++d) e[d] += row[1 + d];
+//
+// kDim > 0 fixes the embedding width at compile time (the common widths get
+// unrolled, register-resident loops); 0 reads it at run time.
+template <int kDim>
+class FusedFm {
+ public:
+  // `grads` (null when not training) is what Scatter will add to.
+  FusedFm(const Batch& batch, const uint32_t* row_of_sign, const float* rows,
+          const float* grads, int fields, int dim, CtrModel::Workspace* ws)
+      : batch_(batch),
+        row_of_sign_(row_of_sign),
+        rows_(rows),
+        grads_(grads),
+        fields_(fields),
+        dim_(kDim > 0 ? kDim : dim),
+        ws_(ws) {
+    ws->fm_fields.resize(size_t(fields) * dim_);
+    ws->fm_stamp.assign(fields, 0);
+    if (kDim == 0) ws->fm_total.resize(2 * size_t(dim_));
+    total_ = kDim > 0 ? fixed_total_ : ws->fm_total.data();
+    squares_ = kDim > 0 ? fixed_squares_ : ws->fm_total.data() + dim_;
+  }
+
+  // Example i's logit less the bias and dense terms; keeps what Scatter
+  // needs.
+  float Logit(size_t i) {
+    const uint32_t begin = batch_.offsets[i], end = batch_.offsets[i + 1];
+    pooled_ = !OneSignPerField(begin, end);
+    for (int d = 0; d < dim_; ++d) total_[d] = squares_[d] = 0;
+    const float wide = pooled_ ? PoolFields(begin, end) : SumRows(begin, end);
+    float pairs = 0;
+    for (int d = 0; d < dim_; ++d) pairs += total_[d] * total_[d] - squares_[d];
+    return wide + 0.5f * pairs;
+  }
+
+  // Adds d loss / d row for example i's rows, given g = d loss / d logit:
+  // d logit / d v_j = total - e_f for sign j of field f.
+  void Scatter(size_t i, float g, float* grads) const {
+    const int dim = dim_;
+    const size_t rd = size_t(dim) + 1;
+    const float* fields = ws_->fm_fields.data();
+    for (uint32_t j = batch_.offsets[i]; j < batch_.offsets[i + 1]; ++j) {
+      const float* row = rows_ + row_of_sign_[j] * rd;
+      float* grad = grads + row_of_sign_[j] * rd;
+      grad[0] += g;
+      if (!pooled_) {  // e_f is the row itself
+        for (int d = 0; d < dim; ++d)
+          grad[1 + d] += g * (total_[d] - row[1 + d]);
+        continue;
+      }
+      const int f = int(batch_.slots[j]) - 1;
+      if (f < 0 || f >= fields_) continue;
+      const float* e = fields + size_t(f) * dim;
+      for (int d = 0; d < dim; ++d) grad[1 + d] += g * (total_[d] - e[d]);
     }
   }
-  float* total = ws->fm_total.data();
-  std::fill(total, total + dim, 0.0f);
-  float squares = 0;
-  for (int f : ws->fm_touched) {
-    const float* e = fields + size_t(f) * dim;
-    for (int d = 0; d < dim; ++d) {
-      total[d] += e[d];
-      squares += e[d] * e[d];
+
+ private:
+  // Slots strictly increasing within the model's fields (every Criteo and
+  // Avazu row): each field's sum is its one row, so nothing need be pooled.
+  bool OneSignPerField(uint32_t begin, uint32_t end) const {
+    int last = 0;
+    for (uint32_t j = begin; j < end; ++j) {
+      const int slot = batch_.slots[j];
+      if (slot <= last || slot > fields_) return false;
+      last = slot;
     }
+    return true;
   }
-  float pairs = -squares;
-  for (int d = 0; d < dim; ++d) pairs += total[d] * total[d];
-  return wide + 0.5f * pairs;
+
+  // Rows and their gradients are scattered over buffers larger than L2 at
+  // large batches; fetch a few signs ahead (into the next example too) so
+  // that the loads here and Scatter's mostly hit.
+  void PrefetchAhead(uint32_t j, size_t rd) const {
+    if (j + kRowLookahead >= batch_.signs.size()) return;
+    const size_t ahead = row_of_sign_[j + kRowLookahead] * rd;
+    __builtin_prefetch(rows_ + ahead);
+    if (grads_ != nullptr) __builtin_prefetch(grads_ + ahead, 1);
+  }
+
+  // One sign per field: total and squares straight from the rows. Per-
+  // coordinate accumulators: one running sum of squares would serialise
+  // every add on the one before. Returns the wide sum.
+  float SumRows(uint32_t begin, uint32_t end) {
+    const int dim = dim_;
+    const size_t rd = size_t(dim) + 1;
+    float wide = 0;
+    for (uint32_t j = begin; j < end; ++j) {
+      PrefetchAhead(j, rd);
+      const float* row = rows_ + row_of_sign_[j] * rd;
+      wide += row[0];
+      for (int d = 0; d < dim; ++d) {
+        total_[d] += row[1 + d];
+        squares_[d] += row[1 + d] * row[1 + d];
+      }
+    }
+    return wide;
+  }
+
+  // The general case: per-field sums in ws->fm_fields, then total and
+  // squares over the fields touched. Returns the wide sum.
+  float PoolFields(uint32_t begin, uint32_t end) {
+    const int dim = dim_;
+    const size_t rd = size_t(dim) + 1;
+    float* fields = ws_->fm_fields.data();
+    const uint32_t stamp = ++stamp_;
+    ws_->fm_touched.clear();
+    float wide = 0;
+    for (uint32_t j = begin; j < end; ++j) {
+      PrefetchAhead(j, rd);
+      const float* row = rows_ + row_of_sign_[j] * rd;
+      wide += row[0];
+      const int f = int(batch_.slots[j]) - 1;
+      if (f < 0 || f >= fields_) continue;
+      float* e = fields + size_t(f) * dim;
+      if (ws_->fm_stamp[f] != stamp) {  // first sign of field f: no zeroing
+        ws_->fm_stamp[f] = stamp;
+        ws_->fm_touched.push_back(f);
+        for (int d = 0; d < dim; ++d) e[d] = row[1 + d];
+      } else {
+        for (int d = 0; d < dim; ++d) e[d] += row[1 + d];
+      }
+    }
+    for (int f : ws_->fm_touched) {
+      const float* e = fields + size_t(f) * dim;
+      for (int d = 0; d < dim; ++d) {
+        total_[d] += e[d];
+        squares_[d] += e[d] * e[d];
+      }
+    }
+    return wide;
+  }
+
+  static constexpr uint32_t kRowLookahead = 8;
+  static constexpr int kFixed = kDim > 0 ? kDim : 1;
+
+  const Batch& batch_;
+  const uint32_t* const row_of_sign_;
+  const float* const rows_;
+  const float* const grads_;
+  const int fields_, dim_;
+  CtrModel::Workspace* const ws_;
+  float fixed_total_[kFixed], fixed_squares_[kFixed];
+  float* total_;         // sum of the example's field sums, per coordinate
+  float* squares_;       // sum of their squares, per coordinate
+  bool pooled_ = false;  // the last Logit pooled fields (PoolFields)
+  uint32_t stamp_ = 0;   // marks ws->fm_stamp entries of the last pooling
+};
+
+template <int kDim>
+double FusedFmExamples(const Batch& batch, const uint32_t* row_of_sign,
+                       float bias, const float* rows, int fields, int dim,
+                       float* sparse_grads, float* bias_grad, float* probs,
+                       CtrModel::Workspace* ws) {
+  FusedFm<kDim> fm(batch, row_of_sign, rows, sparse_grads, fields, dim, ws);
+  double loss = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const float logit = ws->logits(i, 0) + bias + fm.Logit(i);
+    loss += SigmoidLoss(logit, batch.labels[i], &probs[i]);
+    const float g = probs[i] - batch.labels[i];
+    ws->dlogits(i, 0) = g;
+    if (sparse_grads == nullptr) continue;
+    *bias_grad += g;
+    fm.Scatter(i, g, sparse_grads);
+  }
+  return loss;
 }
+
+}  // namespace
 
 double CtrModel::FusedFmStep(const Batch& batch,
                              const std::vector<uint32_t>& row_of_sign,
@@ -217,7 +352,7 @@ double CtrModel::FusedFmStep(const Batch& batch,
                              float* dense_grads, float* probs,
                              Workspace* ws) const {
   const size_t n = batch.size();
-  const int rd = row_dim(), dim = dim_;
+  const int rd = row_dim();
   ws->logits.setZero(n, 1);
   if (dense_inputs_ > 0) {
     const Mat d = ConstMatMap(batch.dense.data(), n, dense_inputs_);
@@ -225,30 +360,26 @@ double CtrModel::FusedFmStep(const Batch& batch,
     ws->logits += ws->wide_out;
   }
   ws->dlogits.resize(n, 1);
-  ws->fm_fields.resize(size_t(fields_) * dim);
-  ws->fm_total.resize(dim);
-  ws->fm_stamp.assign(fields_, 0);
   const float bias = rows[size_t(bias_row) * rd];
-  const float* total = ws->fm_total.data();
-  double loss = 0;
   float bias_grad = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float logit = ws->logits(i, 0) + bias +
-                        FmExampleLogit(batch, row_of_sign.data(), i, rows, ws);
-    loss += SigmoidLoss(logit, batch.labels[i], &probs[i]);
-    const float g = probs[i] - batch.labels[i];
-    ws->dlogits(i, 0) = g;
-    if (sparse_grads == nullptr) continue;
-    bias_grad += g;
-    // d logit / d v_j = total - e_f for sign j of field f.
-    for (uint32_t j = batch.offsets[i]; j < batch.offsets[i + 1]; ++j) {
-      float* grad = sparse_grads + size_t(row_of_sign[j]) * rd;
-      grad[0] += g;
-      const int f = int(batch.slots[j]) - 1;
-      if (f < 0 || f >= fields_) continue;
-      const float* e = ws->fm_fields.data() + size_t(f) * dim;
-      for (int d = 0; d < dim; ++d) grad[1 + d] += g * (total[d] - e[d]);
-    }
+  const uint32_t* r = row_of_sign.data();
+  double loss;
+  switch (dim_) {
+    case 4:
+      loss = FusedFmExamples<4>(batch, r, bias, rows, fields_, dim_,
+                                sparse_grads, &bias_grad, probs, ws);
+      break;
+    case 8:
+      loss = FusedFmExamples<8>(batch, r, bias, rows, fields_, dim_,
+                                sparse_grads, &bias_grad, probs, ws);
+      break;
+    case 16:
+      loss = FusedFmExamples<16>(batch, r, bias, rows, fields_, dim_,
+                                 sparse_grads, &bias_grad, probs, ws);
+      break;
+    default:
+      loss = FusedFmExamples<0>(batch, r, bias, rows, fields_, dim_,
+                                sparse_grads, &bias_grad, probs, ws);
   }
   if (sparse_grads == nullptr) return loss;
   sparse_grads[size_t(bias_row) * rd] += bias_grad;

@@ -106,7 +106,8 @@ class CtrModel {
     std::vector<Mat> x, u;  // cross layer inputs and x W + b
     std::vector<Mat> h;     // MLP layer inputs; h.back() the last hidden
     // FM's fused step: one example's per-field sums, which fields it
-    // touched, and their sum over fields.
+    // touched, and (for widths not compiled in) their sum and sum of
+    // squares over fields.
     std::vector<float> fm_fields, fm_total;
     std::vector<uint32_t> fm_stamp;
     std::vector<int> fm_touched;
@@ -144,10 +145,6 @@ class CtrModel {
                      uint32_t bias_row, const float* rows, const float* dense,
                      float* sparse_grads, float* dense_grads, float* probs,
                      Workspace* ws) const;
-  // One example of FusedFmStep: pools its fields into ws->fm_fields and
-  // returns its logit less the bias and dense terms.
-  float FmExampleLogit(const Batch& batch, const uint32_t* row_of_sign,
-                       size_t i, const float* rows, Workspace* ws) const;
   // Fills ws->x0 = [e, batch.dense] (dense inputs only).
   void ConcatDense(const Batch& batch, Workspace* ws) const;
 

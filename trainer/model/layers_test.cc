@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/dense_optimizer.h"
@@ -155,16 +156,16 @@ TEST(SumPoolTest, PoolsPerSlotAndScattersBack) {
   EXPECT_EQ(grads, (std::vector<float>{0, 1, 1, 0, 9, 9, 0, 2, 2}));
 }
 
-// 3 fields x 2, MLP 4-3, 2 cross layers (DCN-v2); with dense_inputs > 0
-// every example also carries that many dense inputs.
+// 3 fields x 2 (or x dim), MLP 4-3, 2 cross layers (DCN-v2); with
+// dense_inputs > 0 every example also carries that many dense inputs.
 CtrModelOptions SmallModel(CtrKind kind, int dense_inputs = 0,
-                           std::vector<int> field_dims = {}) {
+                           std::vector<int> field_dims = {}, int dim = 2) {
   CtrModelOptions o;
   o.kind = kind;
   o.dense_inputs = dense_inputs;
   o.field_dims = std::move(field_dims);
   o.fields = 3;
-  o.embedding_dim = 2;
+  o.embedding_dim = dim;
   o.hidden = {4, 3};
   o.cross_layers = 2;
   return o;
@@ -172,8 +173,9 @@ CtrModelOptions SmallModel(CtrKind kind, int dense_inputs = 0,
 
 // The whole model: sparse-row and dense gradients of the summed loss.
 void CheckModel(CtrKind kind, int dense_inputs = 0,
-                std::vector<int> field_dims = {}) {
-  CtrModel model(SmallModel(kind, dense_inputs, std::move(field_dims)));
+                std::vector<int> field_dims = {}, int dim = 2) {
+  SCOPED_TRACE(absl::StrCat("embedding dim ", dim));
+  CtrModel model(SmallModel(kind, dense_inputs, std::move(field_dims), dim));
   std::mt19937 rng(4);
   Batch batch;
   batch.Clear();
@@ -292,8 +294,9 @@ TEST(CtrModelTest, GradReadyDcnV2) { CheckGradReady(CtrKind::kDcnV2); }
 // FM's fused per-example step computes what the layers compose: the wide
 // sum over every sign, and the pairwise term over per-field sums (a field
 // seen twice in an example pools first; slots outside [1, fields] skipped).
-TEST(CtrModelTest, FusedFmMatchesLayers) {
-  CtrModel model(SmallModel(CtrKind::kFm));
+void FusedFmMatchesLayers(int dim) {
+  SCOPED_TRACE(absl::StrCat("embedding dim ", dim));
+  CtrModel model(SmallModel(CtrKind::kFm, 0, {}, dim));
   Batch batch;
   batch.Clear();
   const std::vector<std::vector<std::pair<uint16_t, uint32_t>>> ex = {
@@ -319,8 +322,8 @@ TEST(CtrModelTest, FusedFmMatchesLayers) {
   const PoolingInput in{batch.offsets.data(), batch.slots.data(),
                         row_of_sign.data(), 3};
   Mat e, sum, fm;
-  SumPoolForward(in, rows.data(), model.row_dim(), 3, 2, &e);
-  FmInteraction(3, 2).Forward(e, &sum, &fm);
+  SumPoolForward(in, rows.data(), model.row_dim(), 3, dim, &e);
+  FmInteraction(3, dim).Forward(e, &sum, &fm);
   for (size_t i = 0; i < 3; ++i) {
     float logit = rows[4 * model.row_dim()] + fm(i, 0);
     for (uint32_t j = batch.offsets[i]; j < batch.offsets[i + 1]; ++j) {
@@ -328,6 +331,18 @@ TEST(CtrModelTest, FusedFmMatchesLayers) {
     }
     EXPECT_NEAR(probs[i], 1 / (1 + std::exp(-logit)), 1e-6) << i;
   }
+}
+
+TEST(CtrModelTest, FusedFmMatchesLayers) {
+  for (int dim : {2, 4, 8, 16}) FusedFmMatchesLayers(dim);
+}
+
+// FM's fused step has loops compiled for widths 4, 8 and 16 beside the
+// general one: each is checked on both its paths (examples 0 and 2 have
+// one sign per field; example 1 pools field 2).
+TEST(CtrModelTest, FmGradientsAtCompiledWidths) {
+  for (int dim : {3, 4, 8, 16}) CheckModel(CtrKind::kFm, 0, {}, dim);
+  CheckModel(CtrKind::kFm, 2, {}, 8);
 }
 
 TEST(CtrModelTest, DenseSizeCountsEveryLayer) {
