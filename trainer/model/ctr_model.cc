@@ -249,7 +249,7 @@ class FusedFm {
   // large batches; fetch a few signs ahead (into the next example too) so
   // that the loads here and Scatter's mostly hit.
   void PrefetchAhead(uint32_t j, size_t rd) const {
-    if (j + kRowLookahead >= batch_.signs.size()) return;
+    if (j + kRowLookahead >= batch_.offsets.back()) return;
     const size_t ahead = row_of_sign_[j + kRowLookahead] * rd;
     __builtin_prefetch(rows_ + ahead);
     if (grads_ != nullptr) __builtin_prefetch(grads_ + ahead, 1);
