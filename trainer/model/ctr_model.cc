@@ -181,9 +181,9 @@ namespace {
 template <int kDim>
 class FusedFm {
  public:
-  // `grads` (null when not training) is what Scatter will add to.
+  // `grads` (null when not training) is what Scatter adds to.
   FusedFm(const Batch& batch, const uint32_t* row_of_sign, const float* rows,
-          const float* grads, int fields, int dim, CtrModel::Workspace* ws)
+          float* grads, int fields, int dim, CtrModel::Workspace* ws)
       : batch_(batch),
         row_of_sign_(row_of_sign),
         rows_(rows),
@@ -212,13 +212,13 @@ class FusedFm {
 
   // Adds d loss / d row for example i's rows, given g = d loss / d logit:
   // d logit / d v_j = total - e_f for sign j of field f.
-  void Scatter(size_t i, float g, float* grads) const {
+  void Scatter(size_t i, float g) const {
     const int dim = dim_;
     const size_t rd = size_t(dim) + 1;
     const float* fields = ws_->fm_fields.data();
     for (uint32_t j = batch_.offsets[i]; j < batch_.offsets[i + 1]; ++j) {
       const float* row = rows_ + row_of_sign_[j] * rd;
-      float* grad = grads + row_of_sign_[j] * rd;
+      float* grad = grads_ + row_of_sign_[j] * rd;
       grad[0] += g;
       if (!pooled_) {  // e_f is the row itself
         for (int d = 0; d < dim; ++d)
@@ -314,7 +314,7 @@ class FusedFm {
   const Batch& batch_;
   const uint32_t* const row_of_sign_;
   const float* const rows_;
-  const float* const grads_;
+  float* const grads_;
   const int fields_, dim_;
   CtrModel::Workspace* const ws_;
   float fixed_total_[kFixed], fixed_squares_[kFixed];
@@ -338,7 +338,7 @@ double FusedFmExamples(const Batch& batch, const uint32_t* row_of_sign,
     ws->dlogits(i, 0) = g;
     if (sparse_grads == nullptr) continue;
     *bias_grad += g;
-    fm.Scatter(i, g, sparse_grads);
+    fm.Scatter(i, g);
   }
   return loss;
 }
