@@ -175,10 +175,6 @@ namespace {
 // per-field sums live in a fields x dim buffer instead of the B x fields*dim
 // matrices e and de (SumPool and FmInteraction over those spent most of
 // FM's cycles moving memory). Same function, same gradients.
-//
-// kDim > 0 fixes the embedding width at compile time (the common widths get
-// unrolled, register-resident loops); 0 reads it at run time.
-template <int kDim>
 class FusedFm {
  public:
   // `grads` (null when not training) is what Scatter adds to.
@@ -189,13 +185,13 @@ class FusedFm {
         rows_(rows),
         grads_(grads),
         fields_(fields),
-        dim_(kDim > 0 ? kDim : dim),
+        dim_(dim),
         ws_(ws) {
     ws->fm_fields.resize(size_t(fields) * dim_);
     ws->fm_stamp.assign(fields, 0);
-    if (kDim == 0) ws->fm_total.resize(2 * size_t(dim_));
-    total_ = kDim > 0 ? fixed_total_ : ws->fm_total.data();
-    squares_ = kDim > 0 ? fixed_squares_ : ws->fm_total.data() + dim_;
+    ws->fm_total.resize(2 * size_t(dim_));
+    total_ = ws->fm_total.data();
+    squares_ = ws->fm_total.data() + dim_;
   }
 
   // Example i's logit less the bias and dense terms; keeps what Scatter
@@ -309,7 +305,6 @@ class FusedFm {
   }
 
   static constexpr uint32_t kRowLookahead = 8;
-  static constexpr int kFixed = kDim > 0 ? kDim : 1;
 
   const Batch& batch_;
   const uint32_t* const row_of_sign_;
@@ -317,19 +312,17 @@ class FusedFm {
   float* const grads_;
   const int fields_, dim_;
   CtrModel::Workspace* const ws_;
-  float fixed_total_[kFixed], fixed_squares_[kFixed];
   float* total_;         // sum of the example's field sums, per coordinate
   float* squares_;       // sum of their squares, per coordinate
   bool pooled_ = false;  // the last Logit pooled fields (PoolFields)
   uint32_t stamp_ = 0;   // marks ws->fm_stamp entries of the last pooling
 };
 
-template <int kDim>
 double FusedFmExamples(const Batch& batch, const uint32_t* row_of_sign,
                        float bias, const float* rows, int fields, int dim,
                        float* sparse_grads, float* bias_grad, float* probs,
                        CtrModel::Workspace* ws) {
-  FusedFm<kDim> fm(batch, row_of_sign, rows, sparse_grads, fields, dim, ws);
+  FusedFm fm(batch, row_of_sign, rows, sparse_grads, fields, dim, ws);
   double loss = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const float logit = ws->logits(i, 0) + bias + fm.Logit(i);
@@ -362,25 +355,9 @@ double CtrModel::FusedFmStep(const Batch& batch,
   ws->dlogits.resize(n, 1);
   const float bias = rows[size_t(bias_row) * rd];
   float bias_grad = 0;
-  const uint32_t* r = row_of_sign.data();
-  double loss;
-  switch (dim_) {
-    case 4:
-      loss = FusedFmExamples<4>(batch, r, bias, rows, fields_, dim_,
-                                sparse_grads, &bias_grad, probs, ws);
-      break;
-    case 8:
-      loss = FusedFmExamples<8>(batch, r, bias, rows, fields_, dim_,
-                                sparse_grads, &bias_grad, probs, ws);
-      break;
-    case 16:
-      loss = FusedFmExamples<16>(batch, r, bias, rows, fields_, dim_,
-                                 sparse_grads, &bias_grad, probs, ws);
-      break;
-    default:
-      loss = FusedFmExamples<0>(batch, r, bias, rows, fields_, dim_,
-                                sparse_grads, &bias_grad, probs, ws);
-  }
+  const double loss =
+      FusedFmExamples(batch, row_of_sign.data(), bias, rows, fields_, dim_,
+                      sparse_grads, &bias_grad, probs, ws);
   if (sparse_grads == nullptr) return loss;
   sparse_grads[size_t(bias_row) * rd] += bias_grad;
   if (dense_inputs_ > 0) {

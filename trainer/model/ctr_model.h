@@ -106,8 +106,7 @@ class CtrModel {
     std::vector<Mat> x, u;  // cross layer inputs and x W + b
     std::vector<Mat> h;     // MLP layer inputs; h.back() the last hidden
     // FM's fused step: one example's per-field sums, which fields it
-    // touched, and (for widths not compiled in) their sum and sum of
-    // squares over fields.
+    // touched, and their sum and sum of squares over fields.
     std::vector<float> fm_fields, fm_total;
     std::vector<uint32_t> fm_stamp;
     std::vector<int> fm_touched;

@@ -337,10 +337,10 @@ TEST(CtrModelTest, FusedFmMatchesLayers) {
   for (int dim : {2, 4, 8, 16}) FusedFmMatchesLayers(dim);
 }
 
-// FM's fused step has loops compiled for widths 4, 8 and 16 beside the
-// general one: each is checked on both its paths (examples 0 and 2 have
-// one sign per field; example 1 pools field 2).
-TEST(CtrModelTest, FmGradientsAtCompiledWidths) {
+// FM's fused step on both its paths (examples 0 and 2 have one sign per
+// field and skip the per-field buffer; example 1 pools field 2), at
+// several widths and with dense inputs.
+TEST(CtrModelTest, FmGradientsAtSeveralWidths) {
   for (int dim : {3, 4, 8, 16}) CheckModel(CtrKind::kFm, 0, {}, dim);
   CheckModel(CtrKind::kFm, 2, {}, 8);
 }
