@@ -3,16 +3,21 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "common/hash.h"
 
 namespace sampan {
 
 InputQueue::InputQueue(const JobConfig& config, int rank,
                        const coord::DataPosition* start)
-    : config_(config), rank_(rank) {
+    : config_(config),
+      rank_(rank),
+      window_rows_(config.data().shuffle_buffer_rows()) {
   if (start != nullptr) {
     file_index_ = start->finished() ? TotalFiles() : start->file_index();
     resume_offset_ = start->byte_offset();
-    rows_before_ = start->rows();
+    // The window's rows are read (and counted) again.
+    resume_skip_ = window_rows_ > 0 ? start->window_skip() : 0;
+    rows_before_ = start->rows() - std::min(start->rows(), resume_skip_);
   }
 }
 
@@ -22,6 +27,11 @@ uint32_t InputQueue::TotalFiles() const {
 
 bool InputQueue::Next(Batch* batch, absl::Status* error) {
   absl::MutexLock lock(&mu_);
+  if (window_rows_ > 0) {
+    if (NextShuffled(batch)) return true;
+    *error = status_;
+    return false;
+  }
   while (true) {
     if (!status_.ok()) break;
     if (reader_ == nullptr && !OpenNext()) break;
@@ -39,15 +49,26 @@ bool InputQueue::Next(Batch* batch, absl::Status* error) {
   return false;
 }
 
+uint64_t InputQueue::RowsRead() const {
+  const uint64_t in_reader =
+      reader_ ? reader_->good_rows() + reader_->bad_rows() : 0;
+  return rows_before_ + good_ + bad_ + in_reader;
+}
+
 coord::DataPosition InputQueue::Position() const {
   absl::MutexLock lock(&mu_);
   coord::DataPosition p;
   p.set_rank(rank_);
   p.set_file_index(file_index_);
-  p.set_byte_offset(reader_ ? reader_->position() : resume_offset_);
-  const uint64_t in_reader =
-      reader_ ? reader_->good_rows() + reader_->bad_rows() : 0;
-  p.set_rows(rows_before_ + good_ + bad_ + in_reader);
+  if (WindowActive()) {
+    p.set_byte_offset(window_start_);
+    p.set_window_skip(window_next_);
+    p.set_rows(rows_before_window_ + window_next_);
+  } else {
+    p.set_byte_offset(reader_ ? reader_->position() : resume_offset_);
+    p.set_window_skip(reader_ ? 0 : resume_skip_);
+    p.set_rows(RowsRead() + (reader_ ? 0 : resume_skip_));
+  }
   p.set_finished(file_index_ >= TotalFiles());
   return p;
 }
@@ -80,6 +101,51 @@ bool InputQueue::OpenNext() {
   }
   reader_ = std::move(*reader);
   return true;
+}
+
+// Hands out the windows' rows until the batch is full or the input ends;
+// a batch may span windows and files.
+bool InputQueue::NextShuffled(Batch* batch) {
+  batch->Clear();
+  const size_t want = config_.data().batch_size();
+  while (batch->size() < want) {
+    if (WindowActive()) {
+      batch->Append(window_, window_order_[window_next_++]);
+      continue;
+    }
+    if (!FillWindow()) break;
+  }
+  return status_.ok() && batch->size() > 0;
+}
+
+bool InputQueue::FillWindow() {
+  while (status_.ok()) {
+    if (reader_ == nullptr && !OpenNext()) return false;
+    window_start_ = reader_->position();
+    rows_before_window_ = RowsRead();
+    if (reader_->NextBatch(window_rows_, &window_)) {
+      status_ = CheckBadFraction();
+      // Fisher-Yates from a hash of (rank, file, offset) rather than a
+      // library shuffle: a resume by another build must draw the same order.
+      const uint64_t seed =
+          Mix64(Mix64(Mix64(uint64_t(rank_)) ^ file_index_) ^ window_start_);
+      window_order_.resize(window_.size());
+      for (uint32_t i = 0; i < window_order_.size(); ++i) window_order_[i] = i;
+      for (size_t i = window_order_.size(); i-- > 1;) {
+        std::swap(window_order_[i], window_order_[Mix64(seed + i) % (i + 1)]);
+      }
+      window_next_ = std::min<uint64_t>(resume_skip_, window_order_.size());
+      resume_skip_ = 0;
+      return status_.ok();
+    }
+    good_ += reader_->good_rows();
+    bad_ += reader_->bad_rows();
+    reader_.reset();
+    window_order_.clear();
+    window_next_ = 0;
+    ++file_index_;
+  }
+  return false;
 }
 
 absl::Status InputQueue::CheckBadFraction() {

@@ -1,14 +1,20 @@
 // InputQueue: the training input of one rank, every train file's part
 // `rank` (CriteoReader byte ranges), epoch after epoch, one batch at a time.
+// With data.shuffle_buffer_rows = N it reads N rows at a time (a window)
+// and hands them out in an order drawn from the window's file and offset,
+// so a window read again comes out in the same order.
 //
 // It can start at a checkpointed DataPosition and report its own position
 // between batches, which is what a checkpoint records and a resume seeks
-// to. Thread-safe: workers take one batch at a time under its mutex.
+// to: with windows, the window's start and how many of its rows were
+// handed out (the resume re-reads and skips them). Thread-safe: workers
+// take one batch at a time under its mutex.
 #ifndef SAMPAN_TRAINER_INPUT_QUEUE_H_
 #define SAMPAN_TRAINER_INPUT_QUEUE_H_
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -36,6 +42,14 @@ class InputQueue {
 
  private:
   bool OpenNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next window (opening files as needed); false at the end or on
+  // error.
+  bool FillWindow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NextShuffled(Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool WindowActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return reader_ != nullptr && window_next_ < window_order_.size();
+  }
+  uint64_t RowsRead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckBadFraction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t TotalFiles() const;
 
@@ -50,6 +64,17 @@ class InputQueue {
   uint64_t rows_before_ = 0;
   uint64_t good_ ABSL_GUARDED_BY(mu_) = 0, bad_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  // Shuffle windows (data.shuffle_buffer_rows > 0): the rows read, the
+  // order they go out in, how many went, where the window starts in the
+  // file and the rows read before it; the checkpoint's count of rows
+  // already handed out of its window, for the first window only.
+  const uint32_t window_rows_;
+  Batch window_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> window_order_ ABSL_GUARDED_BY(mu_);
+  size_t window_next_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t window_start_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t rows_before_window_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t resume_skip_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sampan

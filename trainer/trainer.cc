@@ -41,6 +41,12 @@ namespace {
 
 absl::Duration Seconds(double s) { return absl::Seconds(s); }
 
+// " (+N rows of its shuffle window)" when the position is inside one.
+std::string WindowNote(const coord::DataPosition& p) {
+  if (p.window_skip() == 0) return "";
+  return absl::StrCat(" (+", p.window_skip(), " rows of its shuffle window)");
+}
+
 // A worker's reusable buffers: one batch, its keys, and their rows.
 struct Scratch : BatchKeys {
   Batch batch;
@@ -212,7 +218,8 @@ class Trainer {
                      << (resp->completed() ? " taken" : " abandoned (")
                      << (resp->completed() ? "" : resp->reason() + ")")
                      << " at step " << p.steps() << ", file " << p.file_index()
-                     << " offset " << p.byte_offset() << ", paused "
+                     << " offset " << p.byte_offset() << WindowNote(p)
+                     << ", paused "
                      << absl::FormatDuration(absl::Now() - start);
     return resp->epoch();
   }
@@ -703,8 +710,9 @@ absl::Status RunTrainer(const JobConfig& config, int rank,
     SAMPAN_LOG(INFO) << "trainer " << rank << " resumes from checkpoint "
                      << m->epoch() << " (" << checkpoint_dir << "): file "
                      << start.file_index() << " offset " << start.byte_offset()
-                     << ", step " << start.steps() << ", " << start.rows()
-                     << " rows done" << (start.finished() ? " (finished)" : "");
+                     << WindowNote(start) << ", step " << start.steps() << ", "
+                     << start.rows() << " rows done"
+                     << (start.finished() ? " (finished)" : "");
   }
   Trainer trainer(config, rank, coordinator_address, *credentials,
                   resume ? &start : nullptr, dense_path, generation);

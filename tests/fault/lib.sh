@@ -74,6 +74,8 @@ table: {num_shards: 32, backend: ROCKSDB, durability: WAL,
 data:
   batch_size: 512
   epochs: 2
+  # Trainers resume inside a shuffle window: re-read, same order, skipped.
+  shuffle_buffer_rows: 4096
   synthetic: {rows: 0}
   train_files: [$data/train.tsv]
   test_files: [$data/test.tsv]

@@ -28,6 +28,22 @@ struct Batch {
     slots.clear();
     dense.clear();
   }
+  // Appends example i of `from` (signs, slots if `from` has them, dense).
+  void Append(const Batch& from, size_t i) {
+    labels.push_back(from.labels[i]);
+    const uint32_t begin = from.offsets[i], end = from.offsets[i + 1];
+    signs.insert(signs.end(), from.signs.begin() + begin,
+                 from.signs.begin() + end);
+    if (!from.slots.empty()) {
+      slots.insert(slots.end(), from.slots.begin() + begin,
+                   from.slots.begin() + end);
+    }
+    offsets.push_back(static_cast<uint32_t>(signs.size()));
+    dense_dim = from.dense_dim;
+    const size_t d = size_t(from.dense_dim);
+    dense.insert(dense.end(), from.dense.begin() + i * d,
+                 from.dense.begin() + (i + 1) * d);
+  }
 };
 
 }  // namespace sampan

@@ -1,0 +1,146 @@
+#include "trainer/input_queue.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/hash.h"
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+constexpr int kRows = 1000;
+
+// A Criteo file whose row r carries the token r (as 8 hex digits) in C1, so
+// a batch's rows can be named.
+std::string WriteRows(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(dir ? dir : "/tmp", "/", name);
+  std::ofstream out(path);
+  for (int r = 0; r < kRows; ++r) {
+    out << (r % 3 == 0 ? 1 : 0);
+    for (int i = 0; i < 13; ++i) out << '\t' << i;
+    out << '\t' << absl::StrFormat("%08x", r);
+    for (int c = 1; c < 26; ++c) out << "\tabcd";
+    out << '\n';
+  }
+  return path;
+}
+
+class InputQueueTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = WriteRows("rows.tsv");
+    config_.mutable_data()->add_train_files(path);
+    config_.mutable_data()->set_batch_size(64);
+    config_.mutable_data()->set_epochs(2);
+    config_.mutable_cluster()->set_num_trainers(1);
+    for (int r = 0; r < kRows; ++r) {
+      row_of_[FeatureSign(14, absl::StrFormat("%08x", r))] = r;
+    }
+  }
+
+  // The rows of each remaining batch, in order; stops after `batches`
+  // batches when it is >= 0.
+  std::vector<int> Drain(InputQueue* q, int batches = -1) {
+    std::vector<int> rows;
+    Batch batch;
+    absl::Status error;
+    for (int b = 0; b != batches && q->Next(&batch, &error); ++b) {
+      for (size_t j = 0; j < batch.signs.size(); ++j) {
+        if (batch.slots[j] == 14) rows.push_back(row_of_.at(batch.signs[j]));
+      }
+    }
+    EXPECT_TRUE(error.ok()) << error;
+    return rows;
+  }
+
+  JobConfig config_;
+  absl::flat_hash_map<uint64_t, int> row_of_;
+};
+
+TEST_F(InputQueueTest, FileOrderWithoutAWindow) {
+  InputQueue q(config_, 0, nullptr);
+  const std::vector<int> rows = Drain(&q);
+  ASSERT_EQ(rows.size(), 2u * kRows);
+  for (int i = 0; i < 2 * kRows; ++i) ASSERT_EQ(rows[i], i % kRows) << i;
+}
+
+// Every epoch hands out each row once, each window's rows together but not
+// in file order, and the two epochs in different orders.
+TEST_F(InputQueueTest, WindowsShuffleWithinThemselves) {
+  config_.mutable_data()->set_shuffle_buffer_rows(300);
+  InputQueue q(config_, 0, nullptr);
+  const std::vector<int> rows = Drain(&q);
+  ASSERT_EQ(rows.size(), 2u * kRows);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const auto begin = rows.begin() + epoch * kRows;
+    EXPECT_EQ(std::set<int>(begin, begin + kRows).size(), size_t(kRows));
+    for (int i = 0; i < kRows; ++i) {
+      EXPECT_EQ(begin[i] / 300, i / 300) << "row " << begin[i] << " at " << i;
+    }
+    EXPECT_FALSE(std::is_sorted(begin, begin + kRows));
+  }
+  EXPECT_FALSE(
+      std::equal(rows.begin(), rows.begin() + kRows, rows.begin() + kRows));
+  InputQueue again(config_, 0, nullptr);
+  EXPECT_EQ(Drain(&again), rows);
+}
+
+// A queue resumed at a position taken between batches (inside a window, at
+// a window's end, across the epoch boundary) hands out exactly the rest of
+// the uninterrupted sequence: nothing skipped, nothing twice.
+TEST_F(InputQueueTest, ResumeInsideAWindowContinuesItsOrder) {
+  config_.mutable_data()->set_shuffle_buffer_rows(300);
+  InputQueue whole(config_, 0, nullptr);
+  const std::vector<int> expected = Drain(&whole);
+  for (int batches : {1, 3, 9, 15, 16, 17, 30}) {
+    SCOPED_TRACE(absl::StrCat(batches, " batches before the checkpoint"));
+    InputQueue first(config_, 0, nullptr);
+    std::vector<int> rows = Drain(&first, batches);
+    const coord::DataPosition at = first.Position();
+    EXPECT_EQ(at.rows(), rows.size());
+    InputQueue resumed(config_, 0, &at);
+    // Positions taken before anything is read again report the same place.
+    EXPECT_EQ(resumed.Position().SerializeAsString(), at.SerializeAsString());
+    const std::vector<int> rest = Drain(&resumed);
+    rows.insert(rows.end(), rest.begin(), rest.end());
+    EXPECT_EQ(rows, expected);
+  }
+}
+
+TEST_F(InputQueueTest, ResumeWithoutAWindowStartsAtTheOffset) {
+  InputQueue whole(config_, 0, nullptr);
+  const std::vector<int> expected = Drain(&whole);
+  InputQueue first(config_, 0, nullptr);
+  std::vector<int> rows = Drain(&first, 5);
+  const coord::DataPosition at = first.Position();
+  EXPECT_EQ(at.window_skip(), 0u);
+  InputQueue resumed(config_, 0, &at);
+  const std::vector<int> rest = Drain(&resumed);
+  rows.insert(rows.end(), rest.begin(), rest.end());
+  EXPECT_EQ(rows, expected);
+}
+
+// Two ranks split the file by bytes; with windows each still trains each
+// of its rows once per epoch, and together they cover the file.
+TEST_F(InputQueueTest, RanksShuffleTheirOwnParts) {
+  config_.mutable_data()->set_shuffle_buffer_rows(128);
+  config_.mutable_data()->set_epochs(1);
+  config_.mutable_cluster()->set_num_trainers(2);
+  InputQueue q0(config_, 0, nullptr), q1(config_, 1, nullptr);
+  const std::vector<int> r0 = Drain(&q0), r1 = Drain(&q1);
+  std::set<int> all(r0.begin(), r0.end());
+  for (int r : r1) EXPECT_TRUE(all.insert(r).second) << r << " in both";
+  EXPECT_EQ(all.size(), size_t(kRows));
+  EXPECT_EQ(r0.size() + r1.size(), size_t(kRows));
+}
+
+}  // namespace
+}  // namespace sampan
