@@ -516,6 +516,21 @@ absl::Status ValidateCheckpoint(const JobConfig& config) {
   });
 }
 
+// BY_FILE gives each trainer whole files: every trainer needs one.
+absl::Status ValidateSplit(const JobConfig& config) {
+  const DataConfig& d = config.data();
+  if (d.split() != DataConfig::BY_FILE) return absl::OkStatus();
+  const uint32_t trainers = config.cluster().num_trainers();
+  const bool synthetic = d.synthetic().rows() > 0;
+  const int files = synthetic ? 1 : d.train_files_size();
+  if (uint32_t(files) >= trainers) return absl::OkStatus();
+  return Invalid("data.split",
+                 absl::StrCat("BY_FILE needs at least cluster.num_trainers (",
+                              trainers, ") training files, got ", files,
+                              synthetic ? " (synthetic data is one file)" : "",
+                              "; use BY_LINE_RANGE"));
+}
+
 absl::Status ValidateJobConfig(const JobConfig& config) {
   return FirstError({
       config.name().empty() ? Invalid("name", "must not be empty")
@@ -524,6 +539,7 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
       ValidateModel(config.model()),
       ValidateTable(config.table(), config.cluster()),
       ValidateData(config.data()),
+      ValidateSplit(config),
       config.output_dir().empty() ? Invalid("output_dir", "must not be empty")
                                   : absl::OkStatus(),
       Positive("progress_interval_seconds", config.progress_interval_seconds()),

@@ -319,6 +319,22 @@ TEST(ConfigTest, DataSourceRules) {
       "");
 }
 
+// BY_FILE hands out whole files: fewer files than trainers would leave one
+// with nothing to train.
+TEST(ConfigTest, SplitByFileNeedsAFilePerTrainer) {
+  const std::string two_trainers =
+      "cluster: {num_trainers: 2}\ndata:\n  split: BY_FILE\n"
+      "  synthetic: {rows: 0}\n";
+  EXPECT_EQ(ParseError(two_trainers + "  train_files: [a.tsv]\n"),
+            "job.yaml: data.split: BY_FILE needs at least "
+            "cluster.num_trainers (2) training files, got 1; use "
+            "BY_LINE_RANGE");
+  EXPECT_EQ(ParseError(two_trainers + "  train_files: [a.tsv, b.tsv]\n"), "");
+  EXPECT_THAT(
+      ParseError("cluster: {num_trainers: 2}\ndata: {split: BY_FILE}\n"),
+      HasSubstr("(synthetic data is one file)"));
+}
+
 TEST(ConfigTest, ValidateNamesPathWithoutSource) {
   JobConfig config = DefaultJobConfig();
   config.mutable_cluster()->set_rpc_deadline_seconds(0);

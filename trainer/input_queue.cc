@@ -11,7 +11,12 @@ InputQueue::InputQueue(const JobConfig& config, int rank,
                        const coord::DataPosition* start)
     : config_(config),
       rank_(rank),
+      by_file_(config.data().split() == DataConfig::BY_FILE),
       window_rows_(config.data().shuffle_buffer_rows()) {
+  const int trainers = std::max<int>(1, config.cluster().num_trainers());
+  for (int f = 0; f < config.data().train_files_size(); ++f) {
+    if (!by_file_ || f % trainers == rank) files_.push_back(f);
+  }
   if (start != nullptr) {
     file_index_ = start->finished() ? TotalFiles() : start->file_index();
     resume_offset_ = start->byte_offset();
@@ -22,7 +27,7 @@ InputQueue::InputQueue(const JobConfig& config, int rank,
 }
 
 uint32_t InputQueue::TotalFiles() const {
-  return config_.data().train_files_size() * config_.data().epochs();
+  return files_.size() * config_.data().epochs();
 }
 
 bool InputQueue::Next(Batch* batch, absl::Status* error) {
@@ -86,15 +91,14 @@ uint64_t InputQueue::BadRows() const {
 
 bool InputQueue::OpenNext() {
   if (file_index_ >= TotalFiles()) return false;
-  const int files = config_.data().train_files_size();
   CriteoReaderOptions options;
-  options.part = rank_;
-  options.num_parts = config_.cluster().num_trainers();
+  options.part = by_file_ ? 0 : rank_;
+  options.num_parts = by_file_ ? 1 : config_.cluster().num_trainers();
   options.start_offset = resume_offset_;
   options.empty_field_signs = config_.data().empty_field_signs();
   resume_offset_ = 0;
   auto reader = CriteoReader::Open(
-      config_.data().train_files(file_index_ % files), options);
+      config_.data().train_files(files_[file_index_ % files_.size()]), options);
   if (!reader.ok()) {
     status_ = reader.status();
     return false;

@@ -1,5 +1,6 @@
-// InputQueue: the training input of one rank, every train file's part
-// `rank` (CriteoReader byte ranges), epoch after epoch, one batch at a time.
+// InputQueue: the training input of one rank, epoch after epoch, one batch
+// at a time: every train file's part `rank` (CriteoReader byte ranges), or
+// with data.split BY_FILE the whole files rank, rank + T, ... (T trainers).
 // With data.shuffle_buffer_rows = N it reads N rows at a time (a window)
 // and hands them out in an order drawn from the window's file and offset,
 // so a window read again comes out in the same order.
@@ -55,8 +56,11 @@ class InputQueue {
 
   const JobConfig& config_;
   const int rank_;
+  const bool by_file_;
+  std::vector<int> files_;  // indexes into train_files this rank reads
   mutable absl::Mutex mu_;
   std::unique_ptr<CriteoReader> reader_ ABSL_GUARDED_BY(mu_);
+  // The files_ entry being read, counted over epochs (epoch * size + i).
   uint32_t file_index_ ABSL_GUARDED_BY(mu_) = 0;
   // The checkpoint's offset into file_index_, used by the first open only.
   uint64_t resume_offset_ ABSL_GUARDED_BY(mu_) = 0;

@@ -17,16 +17,16 @@ namespace {
 
 constexpr int kRows = 1000;
 
-// A Criteo file whose row r carries the token r (as 8 hex digits) in C1, so
-// a batch's rows can be named.
-std::string WriteRows(const std::string& name) {
+// A Criteo file whose row r carries the token first + r (as 8 hex digits)
+// in C1, so a batch's rows can be named.
+std::string WriteRows(const std::string& name, int first = 0) {
   const char* dir = std::getenv("TEST_TMPDIR");
   const std::string path = absl::StrCat(dir ? dir : "/tmp", "/", name);
   std::ofstream out(path);
   for (int r = 0; r < kRows; ++r) {
     out << (r % 3 == 0 ? 1 : 0);
     for (int i = 0; i < 13; ++i) out << '\t' << i;
-    out << '\t' << absl::StrFormat("%08x", r);
+    out << '\t' << absl::StrFormat("%08x", first + r);
     for (int c = 1; c < 26; ++c) out << "\tabcd";
     out << '\n';
   }
@@ -41,7 +41,7 @@ class InputQueueTest : public testing::Test {
     config_.mutable_data()->set_batch_size(64);
     config_.mutable_data()->set_epochs(2);
     config_.mutable_cluster()->set_num_trainers(1);
-    for (int r = 0; r < kRows; ++r) {
+    for (int r = 0; r < 3 * kRows; ++r) {
       row_of_[FeatureSign(14, absl::StrFormat("%08x", r))] = r;
     }
   }
@@ -140,6 +140,37 @@ TEST_F(InputQueueTest, RanksShuffleTheirOwnParts) {
   for (int r : r1) EXPECT_TRUE(all.insert(r).second) << r << " in both";
   EXPECT_EQ(all.size(), size_t(kRows));
   EXPECT_EQ(r0.size() + r1.size(), size_t(kRows));
+}
+
+// BY_FILE: of three files and two trainers, rank 0 reads files 0 and 2
+// whole, rank 1 file 1; a resume inside file 2's window goes on there.
+TEST_F(InputQueueTest, ByFileGivesEachRankWholeFiles) {
+  config_.mutable_data()->add_train_files(WriteRows("rows1.tsv", kRows));
+  config_.mutable_data()->add_train_files(WriteRows("rows2.tsv", 2 * kRows));
+  config_.mutable_data()->set_split(DataConfig::BY_FILE);
+  config_.mutable_data()->set_epochs(1);
+  config_.mutable_data()->set_shuffle_buffer_rows(300);
+  config_.mutable_cluster()->set_num_trainers(2);
+  InputQueue q0(config_, 0, nullptr), q1(config_, 1, nullptr);
+  const std::vector<int> r0 = Drain(&q0), r1 = Drain(&q1);
+  ASSERT_EQ(r0.size(), 2u * kRows);
+  ASSERT_EQ(r1.size(), size_t(kRows));
+  for (int i = 0; i < kRows; ++i) {
+    EXPECT_LT(r0[i], kRows) << i;                           // file 0 first
+    EXPECT_GE(r0[kRows + i], 2 * kRows) << kRows + i;       // then file 2
+    EXPECT_TRUE(r1[i] >= kRows && r1[i] < 2 * kRows) << i;  // file 1
+  }
+  EXPECT_EQ(std::set<int>(r0.begin(), r0.end()).size(), 2u * kRows);
+  EXPECT_EQ(std::set<int>(r1.begin(), r1.end()).size(), size_t(kRows));
+
+  InputQueue first(config_, 0, nullptr);
+  std::vector<int> rows = Drain(&first, 20);  // 1280 rows: inside file 2
+  const coord::DataPosition at = first.Position();
+  EXPECT_EQ(at.file_index(), 1u);
+  InputQueue resumed(config_, 0, &at);
+  const std::vector<int> rest = Drain(&resumed);
+  rows.insert(rows.end(), rest.begin(), rest.end());
+  EXPECT_EQ(rows, r0);
 }
 
 }  // namespace
