@@ -61,6 +61,13 @@ class InputQueueTest : public testing::Test {
     return rows;
   }
 
+  // Appends what rank 0 trains after resuming at `at`.
+  void AppendResumed(const coord::DataPosition& at, std::vector<int>* rows) {
+    InputQueue resumed(config_, 0, &at);
+    const std::vector<int> rest = Drain(&resumed);
+    rows->insert(rows->end(), rest.begin(), rest.end());
+  }
+
   JobConfig config_;
   absl::flat_hash_map<uint64_t, int> row_of_;
 };
@@ -106,11 +113,10 @@ TEST_F(InputQueueTest, ResumeInsideAWindowContinuesItsOrder) {
     std::vector<int> rows = Drain(&first, batches);
     const coord::DataPosition at = first.Position();
     EXPECT_EQ(at.rows(), rows.size());
-    InputQueue resumed(config_, 0, &at);
     // Positions taken before anything is read again report the same place.
-    EXPECT_EQ(resumed.Position().SerializeAsString(), at.SerializeAsString());
-    const std::vector<int> rest = Drain(&resumed);
-    rows.insert(rows.end(), rest.begin(), rest.end());
+    EXPECT_EQ(InputQueue(config_, 0, &at).Position().SerializeAsString(),
+              at.SerializeAsString());
+    AppendResumed(at, &rows);
     EXPECT_EQ(rows, expected);
   }
 }
@@ -122,9 +128,7 @@ TEST_F(InputQueueTest, ResumeWithoutAWindowStartsAtTheOffset) {
   std::vector<int> rows = Drain(&first, 5);
   const coord::DataPosition at = first.Position();
   EXPECT_EQ(at.window_skip(), 0u);
-  InputQueue resumed(config_, 0, &at);
-  const std::vector<int> rest = Drain(&resumed);
-  rows.insert(rows.end(), rest.begin(), rest.end());
+  AppendResumed(at, &rows);
   EXPECT_EQ(rows, expected);
 }
 
@@ -167,9 +171,7 @@ TEST_F(InputQueueTest, ByFileGivesEachRankWholeFiles) {
   std::vector<int> rows = Drain(&first, 20);  // 1280 rows: inside file 2
   const coord::DataPosition at = first.Position();
   EXPECT_EQ(at.file_index(), 1u);
-  InputQueue resumed(config_, 0, &at);
-  const std::vector<int> rest = Drain(&resumed);
-  rows.insert(rows.end(), rest.begin(), rest.end());
+  AppendResumed(at, &rows);
   EXPECT_EQ(rows, r0);
 }
 
