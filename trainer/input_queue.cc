@@ -31,7 +31,7 @@ uint32_t InputQueue::TotalFiles() const {
 }
 
 bool InputQueue::Next(Batch* batch, absl::Status* error) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (window_rows_ > 0) {
     if (NextShuffled(batch)) return true;
     *error = status_;
@@ -61,7 +61,7 @@ uint64_t InputQueue::RowsRead() const {
 }
 
 coord::DataPosition InputQueue::Position() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   coord::DataPosition p;
   p.set_rank(rank_);
   p.set_file_index(file_index_);
@@ -79,13 +79,13 @@ coord::DataPosition InputQueue::Position() const {
 }
 
 double InputQueue::FractionDone() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   double done = file_index_ + (reader_ ? reader_->fraction_done() : 0.0);
   return std::min(1.0, done / std::max<uint32_t>(1, TotalFiles()));
 }
 
 uint64_t InputQueue::BadRows() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return bad_ + (reader_ ? reader_->bad_rows() : 0);
 }
 

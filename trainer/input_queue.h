@@ -15,10 +15,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
 #include "trainer/data/criteo_reader.h"
@@ -58,7 +59,9 @@ class InputQueue {
   const int rank_;
   const bool by_file_;
   std::vector<int> files_;  // indexes into train_files this rank reads
-  mutable absl::Mutex mu_;
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built for
+  // ThreadSanitizer, which then cannot see absl::Mutex synchronize.
+  mutable std::mutex mu_;
   std::unique_ptr<CriteoReader> reader_ ABSL_GUARDED_BY(mu_);
   // The files_ entry being read, counted over epochs (epoch * size + i).
   uint32_t file_index_ ABSL_GUARDED_BY(mu_) = 0;

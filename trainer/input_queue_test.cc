@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -144,6 +145,24 @@ TEST_F(InputQueueTest, RanksShuffleTheirOwnParts) {
   for (int r : r1) EXPECT_TRUE(all.insert(r).second) << r << " in both";
   EXPECT_EQ(all.size(), size_t(kRows));
   EXPECT_EQ(r0.size() + r1.size(), size_t(kRows));
+}
+
+// Worker threads share one queue (as a trainer's do): with windows, each
+// row still goes to exactly one batch per epoch.
+TEST_F(InputQueueTest, ThreadsShareOneQueue) {
+  config_.mutable_data()->set_shuffle_buffer_rows(300);
+  InputQueue q(config_, 0, nullptr);
+  std::vector<std::vector<int>> per_thread(4);
+  std::vector<std::thread> threads;
+  for (auto& rows : per_thread) {
+    threads.emplace_back([&] { rows = Drain(&q); });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<int> count(kRows, 0);
+  for (const auto& rows : per_thread) {
+    for (int r : rows) ++count[r];
+  }
+  for (int r = 0; r < kRows; ++r) EXPECT_EQ(count[r], 2) << r;
 }
 
 // BY_FILE: of three files and two trainers, rank 0 reads files 0 and 2
