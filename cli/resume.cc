@@ -51,6 +51,20 @@ absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config) {
         config.cluster().num_pservers(), " and ",
         config.cluster().num_trainers()));
   }
+  // Positions are offsets into windows and file lists that these settings
+  // shape: under others they would point at other rows.
+  const bool by_file = config.data().split() == DataConfig::BY_FILE;
+  for (const coord::DataPosition& p : m->trainers()) {
+    if (p.window_rows() != config.data().shuffle_buffer_rows() ||
+        p.by_file() != by_file) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          *dir, " was taken with data.shuffle_buffer_rows ", p.window_rows(),
+          " and data.split ", p.by_file() ? "BY_FILE" : "BY_LINE_RANGE",
+          "; this job has ", config.data().shuffle_buffer_rows(), " and ",
+          by_file ? "BY_FILE" : "BY_LINE_RANGE",
+          " (its trainers' positions would point at other rows)"));
+    }
+  }
   for (uint32_t i = 0; i < config.cluster().num_pservers(); ++i) {
     const std::string snapshot = absl::StrCat(*dir, "/pserver-", i);
     const std::string data_dir = TableOptionsFromJob(config, i).data_dir;

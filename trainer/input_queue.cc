@@ -24,6 +24,7 @@ InputQueue::InputQueue(const JobConfig& config, int rank,
     resume_skip_ = window_rows_ > 0 ? start->window_skip() : 0;
     rows_before_ = start->rows() - std::min(start->rows(), resume_skip_);
   }
+  PublishProgress();
 }
 
 uint32_t InputQueue::TotalFiles() const {
@@ -32,11 +33,13 @@ uint32_t InputQueue::TotalFiles() const {
 
 bool InputQueue::Next(Batch* batch, absl::Status* error) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (window_rows_ > 0) {
-    if (NextShuffled(batch)) return true;
-    *error = status_;
-    return false;
-  }
+  const bool got = window_rows_ > 0 ? NextShuffled(batch) : NextInOrder(batch);
+  PublishProgress();
+  if (!got) *error = status_;
+  return got;
+}
+
+bool InputQueue::NextInOrder(Batch* batch) {
   while (true) {
     if (!status_.ok()) break;
     if (reader_ == nullptr && !OpenNext()) break;
@@ -50,7 +53,6 @@ bool InputQueue::Next(Batch* batch, absl::Status* error) {
     reader_.reset();
     ++file_index_;
   }
-  *error = status_;
   return false;
 }
 
@@ -75,18 +77,26 @@ coord::DataPosition InputQueue::Position() const {
     p.set_rows(RowsRead() + (reader_ ? 0 : resume_skip_));
   }
   p.set_finished(file_index_ >= TotalFiles());
+  p.set_window_rows(window_rows_);
+  p.set_by_file(by_file_);
   return p;
 }
 
+void InputQueue::PublishProgress() {
+  const double done = file_index_ + (reader_ ? reader_->fraction_done() : 0.0);
+  fraction_done_.store(
+      std::min(1.0, done / std::max<uint32_t>(1, TotalFiles())),
+      std::memory_order_relaxed);
+  bad_rows_.store(bad_ + (reader_ ? reader_->bad_rows() : 0),
+                  std::memory_order_relaxed);
+}
+
 double InputQueue::FractionDone() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  double done = file_index_ + (reader_ ? reader_->fraction_done() : 0.0);
-  return std::min(1.0, done / std::max<uint32_t>(1, TotalFiles()));
+  return fraction_done_.load(std::memory_order_relaxed);
 }
 
 uint64_t InputQueue::BadRows() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return bad_ + (reader_ ? reader_->bad_rows() : 0);
+  return bad_rows_.load(std::memory_order_relaxed);
 }
 
 bool InputQueue::OpenNext() {
@@ -111,6 +121,9 @@ bool InputQueue::OpenNext() {
 // a batch may span windows and files.
 bool InputQueue::NextShuffled(Batch* batch) {
   batch->Clear();
+  // After an error nothing more is handed out (the position stays where
+  // the last batch left it).
+  if (!status_.ok()) return false;
   const size_t want = config_.data().batch_size();
   while (batch->size() < want) {
     if (WindowActive()) {

@@ -13,6 +13,7 @@
 #ifndef SAMPAN_TRAINER_INPUT_QUEUE_H_
 #define SAMPAN_TRAINER_INPUT_QUEUE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,7 @@ class InputQueue {
   // Where the next batch would start; exact only between batches.
   coord::DataPosition Position() const;
 
+  // Progress as of the last Next; never waits for a batch being read.
   double FractionDone() const;
   uint64_t BadRows() const;
 
@@ -48,6 +50,8 @@ class InputQueue {
   // error.
   bool FillWindow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NextShuffled(Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NextInOrder(Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishProgress() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool WindowActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return reader_ != nullptr && window_next_ < window_order_.size();
   }
@@ -71,6 +75,10 @@ class InputQueue {
   uint64_t rows_before_ = 0;
   uint64_t good_ ABSL_GUARDED_BY(mu_) = 0, bad_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  // Written under mu_ after each Next, read without it: the heartbeat
+  // thread must not wait while a worker reads a whole window.
+  std::atomic<double> fraction_done_{0};
+  std::atomic<uint64_t> bad_rows_{0};
   // Shuffle windows (data.shuffle_buffer_rows > 0): the rows read, the
   // order they go out in, how many went, where the window starts in the
   // file and the rows read before it; the checkpoint's count of rows

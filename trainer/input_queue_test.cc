@@ -165,6 +165,38 @@ TEST_F(InputQueueTest, ThreadsShareOneQueue) {
   for (int r = 0; r < kRows; ++r) EXPECT_EQ(count[r], 2) << r;
 }
 
+// A window whose rows break data.max_bad_fraction fails the queue: the
+// error stays, and no later Next hands out the window's good rows (nor
+// moves the position a checkpoint would record).
+TEST_F(InputQueueTest, AfterAnErrorNothingMoreIsHandedOut) {
+  const std::string path =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/half-bad.tsv");
+  {
+    std::ofstream out(path);
+    std::ifstream good(config_.data().train_files(0));
+    std::string line;
+    for (int r = 0; r < 600 && std::getline(good, line); ++r) {
+      out << line << "\n";
+    }
+    for (int r = 0; r < 600; ++r) out << "not a criteo row\n";
+  }
+  config_.mutable_data()->set_train_files(0, path);
+  config_.mutable_data()->set_shuffle_buffer_rows(1500);
+  config_.mutable_data()->set_max_bad_fraction(0.01);
+  InputQueue q(config_, 0, nullptr);
+  Batch batch;
+  absl::Status error;
+  EXPECT_FALSE(q.Next(&batch, &error));
+  EXPECT_EQ(error.code(), absl::StatusCode::kDataLoss) << error;
+  const std::string at = q.Position().SerializeAsString();
+  for (int i = 0; i < 3; ++i) {
+    absl::Status again;
+    EXPECT_FALSE(q.Next(&batch, &again));
+    EXPECT_EQ(again, error);
+  }
+  EXPECT_EQ(q.Position().SerializeAsString(), at);
+}
+
 // BY_FILE: of three files and two trainers, rank 0 reads files 0 and 2
 // whole, rank 1 file 1; a resume inside file 2's window goes on there.
 TEST_F(InputQueueTest, ByFileGivesEachRankWholeFiles) {
