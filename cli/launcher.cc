@@ -30,6 +30,7 @@
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "google/protobuf/text_format.h"
+#include "trainer/input_queue.h"
 #include "trainer/trainer.h"
 
 namespace sampan {
@@ -97,6 +98,15 @@ class Launcher {
         regroups_left_(config_.cluster().max_restarts()) {}
 
   int Run() {
+    // Data that no trainer could read is the job's error, found before
+    // anything starts, not a crash loop of restarted trainers. (Synthetic
+    // data is written by Prepare, plain.)
+    if (config_.data().synthetic().rows() == 0) {
+      if (absl::Status s = InputQueue::CheckFiles(config_); !s.ok()) {
+        std::cerr << "error: " << s.message() << "\n";
+        return 2;
+      }
+    }
     if (!Prepare()) return 1;
     InstallSignalHandlers();
     const int code = StartAndSupervise();

@@ -5,7 +5,10 @@
 #   3. a data file with too many malformed rows fails the job cleanly: non-zero
 #      exit, the trainer's last log lines, file:line in the log, no process left;
 #   4. Ctrl-C (SIGINT) stops the job: exit 130, no process left;
-#   5. a SIGKILLed launcher takes its children with it.
+#   5. a SIGKILLed launcher takes its children with it;
+#   6. gzip files train with data.split BY_FILE (and a shuffle window), and
+#      split by byte range they are refused with status 2 before anything
+#      starts.
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -94,5 +97,35 @@ kill -KILL $launcher; wait $launcher 2>/dev/null
 for _ in $(seq 1 50); do [ -z "$(leftover "$job")" ] && break; sleep 0.1; done
 [ -z "$(leftover "$job")" ] && pass "children die with a SIGKILLed launcher" \
   || fail "processes outlived a SIGKILLed launcher: $(leftover "$job")"
+
+# 6. Gzip input: a whole file per trainer.
+job="$TMP/gzip"
+mkdir -p "$job"
+awk 'BEGIN { for (i = 0; i < 40000; i++) {
+  printf "%d", (i % 977) % 5 < 2   # a function of the C fields: learnable
+  for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
+  for (f = 0; f < 26; f++) printf "\t%08x", ((i % 977) * 13 + f * 101) % 977
+  printf "\n" } }' > "$job/all.tsv"
+head -20000 "$job/all.tsv" | gzip > "$job/a.tsv.gz"
+sed -n 20001,40000p "$job/all.tsv" | gzip > "$job/b.tsv.gz"
+head -4000 "$job/all.tsv" | gzip > "$job/test.tsv.gz"
+write_config "$job" 0 "  train_files: [$job/a.tsv.gz, $job/b.tsv.gz]
+  test_files: [$job/test.tsv.gz]
+  split: BY_FILE
+  shuffle_buffer_rows: 5000"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
+[ $rc -eq 0 ] && awk -v a="$auc" 'BEGIN { exit !(a > 0.9) }' \
+  && pass "gzip files train split BY_FILE: test AUC $auc" \
+  || fail "gzip BY_FILE job exited $rc, test AUC '$auc': $(echo "$out" | tail -3)"
+grep -q "40000 examples" <<< "$out" && pass "every gzip row trained once" \
+  || fail "gzip job did not train 40000 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
+sed -i 's/  split: BY_FILE/  split: BY_LINE_RANGE/' "$job.yaml"
+rm -rf "$job/logs"
+err=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "a.tsv.gz: a gzip file cannot be split into 2 byte ranges" <<< "$err" \
+  && pass "gzip split by byte range refused with status 2" \
+  || fail "gzip by byte range: exited $rc: $err"
+[ ! -d "$job/logs" ] || fail "gzip by byte range started something ($job/logs exists)"
 
 finish

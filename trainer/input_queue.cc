@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/hash.h"
 
@@ -13,10 +14,7 @@ InputQueue::InputQueue(const JobConfig& config, int rank,
       rank_(rank),
       by_file_(config.data().split() == DataConfig::BY_FILE),
       window_rows_(config.data().shuffle_buffer_rows()) {
-  const int trainers = std::max<int>(1, config.cluster().num_trainers());
-  for (int f = 0; f < config.data().train_files_size(); ++f) {
-    if (!by_file_ || f % trainers == rank) files_.push_back(f);
-  }
+  parts_ = TrainPartsOf(config, rank);
   if (start != nullptr) {
     file_index_ = start->finished() ? TotalFiles() : start->file_index();
     resume_offset_ = start->byte_offset();
@@ -28,7 +26,7 @@ InputQueue::InputQueue(const JobConfig& config, int rank,
 }
 
 uint32_t InputQueue::TotalFiles() const {
-  return files_.size() * config_.data().epochs();
+  return parts_.size() * config_.data().epochs();
 }
 
 bool InputQueue::Next(Batch* batch, absl::Status* error) {
@@ -44,16 +42,28 @@ bool InputQueue::NextInOrder(Batch* batch) {
     if (!status_.ok()) break;
     if (reader_ == nullptr && !OpenNext()) break;
     if (reader_->NextBatch(config_.data().batch_size(), batch)) {
-      status_ = CheckBadFraction();
+      status_ = CheckBadFraction(false);
       if (status_.ok()) return true;
       break;
     }
-    good_ += reader_->good_rows();
-    bad_ += reader_->bad_rows();
-    reader_.reset();
-    ++file_index_;
+    CloseFile();
   }
   return false;
+}
+
+void InputQueue::CloseFile() {
+  if (!reader_->read_status().ok()) status_ = reader_->read_status();
+  good_ += reader_->good_rows();
+  bad_ += reader_->bad_rows();
+  reader_.reset();
+  window_order_.clear();
+  window_next_ = 0;
+  ++file_index_;
+  // The end of the input judges however few rows there were: a file of
+  // nothing but malformed lines must fail the job, not train nothing.
+  if (status_.ok() && file_index_ >= TotalFiles()) {
+    status_ = CheckBadFraction(true);
+  }
 }
 
 uint64_t InputQueue::RowsRead() const {
@@ -99,16 +109,46 @@ uint64_t InputQueue::BadRows() const {
   return bad_rows_.load(std::memory_order_relaxed);
 }
 
+std::vector<TrainPart> TrainPartsOf(const JobConfig& config, int rank) {
+  const bool by_file = config.data().split() == DataConfig::BY_FILE;
+  const int trainers = std::max<int>(1, config.cluster().num_trainers());
+  std::vector<TrainPart> parts;
+  for (int f = 0; f < config.data().train_files_size(); ++f) {
+    if (by_file && f % trainers != rank) continue;
+    TrainPart part;
+    part.path = config.data().train_files(f);
+    part.options.part = by_file ? 0 : rank;
+    part.options.num_parts = by_file ? 1 : trainers;
+    part.options.empty_field_signs = config.data().empty_field_signs();
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+absl::Status InputQueue::CheckFiles(const JobConfig& config) {
+  // Byte ranges: every rank opens every file as rank 0 does.
+  const bool by_file = config.data().split() == DataConfig::BY_FILE;
+  const int ranks = by_file ? config.cluster().num_trainers() : 1;
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (const TrainPart& part : TrainPartsOf(config, rank)) {
+      auto reader = CriteoReader::Open(part.path, part.options);
+      if (!reader.ok()) {
+        return absl::Status(
+            reader.status().code(),
+            absl::StrCat("data.train_files: ", reader.status().message()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool InputQueue::OpenNext() {
   if (file_index_ >= TotalFiles()) return false;
-  CriteoReaderOptions options;
-  options.part = by_file_ ? 0 : rank_;
-  options.num_parts = by_file_ ? 1 : config_.cluster().num_trainers();
+  const TrainPart& part = parts_[file_index_ % parts_.size()];
+  CriteoReaderOptions options = part.options;
   options.start_offset = resume_offset_;
-  options.empty_field_signs = config_.data().empty_field_signs();
   resume_offset_ = 0;
-  auto reader = CriteoReader::Open(
-      config_.data().train_files(files_[file_index_ % files_.size()]), options);
+  auto reader = CriteoReader::Open(part.path, options);
   if (!reader.ok()) {
     status_ = reader.status();
     return false;
@@ -141,7 +181,7 @@ bool InputQueue::FillWindow() {
     window_start_ = reader_->position();
     rows_before_window_ = RowsRead();
     if (reader_->NextBatch(window_rows_, &window_)) {
-      status_ = CheckBadFraction();
+      status_ = CheckBadFraction(false);
       // Fisher-Yates from a hash of (rank, file, offset) rather than a
       // library shuffle: a resume by another build must draw the same order.
       const uint64_t seed =
@@ -155,21 +195,17 @@ bool InputQueue::FillWindow() {
       resume_skip_ = 0;
       return status_.ok();
     }
-    good_ += reader_->good_rows();
-    bad_ += reader_->bad_rows();
-    reader_.reset();
-    window_order_.clear();
-    window_next_ = 0;
-    ++file_index_;
+    CloseFile();
   }
   return false;
 }
 
-absl::Status InputQueue::CheckBadFraction() {
-  const uint64_t bad = bad_ + reader_->bad_rows();
-  const uint64_t total = bad + good_ + reader_->good_rows();
+absl::Status InputQueue::CheckBadFraction(bool final) {
+  const uint64_t bad = bad_ + (reader_ ? reader_->bad_rows() : 0);
+  const uint64_t total = bad + good_ + (reader_ ? reader_->good_rows() : 0);
   // Judge only once enough rows were seen for the fraction to mean much.
-  if (total < 1000) return absl::OkStatus();
+  if (!final && total < 1000) return absl::OkStatus();
+  if (total == 0) return absl::OkStatus();
   const double fraction = static_cast<double>(bad) / total;
   if (fraction <= config_.data().max_bad_fraction()) return absl::OkStatus();
   return absl::DataLossError(absl::StrFormat(

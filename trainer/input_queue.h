@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -27,11 +28,27 @@
 
 namespace sampan {
 
+// One file as one rank reads it: its byte range of the file, or with
+// data.split BY_FILE the whole file.
+struct TrainPart {
+  std::string path;
+  CriteoReaderOptions options;
+};
+
+// What rank `rank` trains on in one epoch, in order (also what its model
+// export reads again).
+std::vector<TrainPart> TrainPartsOf(const JobConfig& config, int rank);
+
 class InputQueue {
  public:
   // `start` (may be null): resume there instead of at the beginning.
   InputQueue(const JobConfig& config, int rank,
              const coord::DataPosition* start);
+
+  // Whether rank 0 can open every train file the way the job reads it (a
+  // file that is missing, or gzip but split by byte range, is named), so a
+  // launcher can refuse the job before starting anything.
+  static absl::Status CheckFiles(const JobConfig& config);
 
   // Fills `batch`; false at the end of the last epoch or on error (in
   // `*error`: a file that cannot be read, too many malformed rows).
@@ -56,18 +73,22 @@ class InputQueue {
     return reader_ != nullptr && window_next_ < window_order_.size();
   }
   uint64_t RowsRead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckBadFraction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // data.max_bad_fraction over every row read; before the end of the input
+  // (`final`) only once 1000 rows were.
+  absl::Status CheckBadFraction(bool final) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Folds the reader's counts in and moves to the next file.
+  void CloseFile() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t TotalFiles() const;
 
   const JobConfig& config_;
   const int rank_;
   const bool by_file_;
-  std::vector<int> files_;  // indexes into train_files this rank reads
+  std::vector<TrainPart> parts_;  // what this rank reads, per epoch
   // std::mutex rather than absl::Mutex: Debian's Abseil is not built for
   // ThreadSanitizer, which then cannot see absl::Mutex synchronize.
   mutable std::mutex mu_;
   std::unique_ptr<CriteoReader> reader_ ABSL_GUARDED_BY(mu_);
-  // The files_ entry being read, counted over epochs (epoch * size + i).
+  // The parts_ entry being read, counted over epochs (epoch * size + i).
   uint32_t file_index_ ABSL_GUARDED_BY(mu_) = 0;
   // The checkpoint's offset into file_index_, used by the first open only.
   uint64_t resume_offset_ ABSL_GUARDED_BY(mu_) = 0;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/hash.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace sampan {
@@ -195,6 +196,26 @@ TEST_F(InputQueueTest, AfterAnErrorNothingMoreIsHandedOut) {
     EXPECT_EQ(again, error);
   }
   EXPECT_EQ(q.Position().SerializeAsString(), at);
+}
+
+// A small file of nothing but malformed lines (fewer than the 1000 rows
+// the fraction is judged after mid-input) fails at the end of the input
+// instead of training nothing.
+TEST_F(InputQueueTest, AllMalformedFails) {
+  const std::string path =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/garbage.tsv");
+  std::ofstream(path) << "not\ta row\n\x1f\x8b binary\n";
+  config_.mutable_data()->set_train_files(0, path);
+  config_.mutable_data()->set_max_bad_fraction(0.01);
+  for (uint32_t window : {0, 300}) {
+    config_.mutable_data()->set_shuffle_buffer_rows(window);
+    InputQueue q(config_, 0, nullptr);
+    Batch batch;
+    absl::Status error;
+    EXPECT_FALSE(q.Next(&batch, &error));
+    EXPECT_EQ(error.code(), absl::StatusCode::kDataLoss) << error;
+    EXPECT_THAT(std::string(error.message()), testing::HasSubstr("4 of 4"));
+  }
 }
 
 // BY_FILE: of three files and two trainers, rank 0 reads files 0 and 2

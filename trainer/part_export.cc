@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/log.h"
 #include "trainer/data/criteo_reader.h"
+#include "trainer/input_queue.h"
 #include "trainer/model/fm.h"
 
 namespace sampan {
@@ -12,13 +13,9 @@ namespace sampan {
 absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
                                const RowReader& read) {
   absl::flat_hash_set<uint64_t> keys = {kBiasSign};
-  CriteoReaderOptions options;
-  options.part = rank;
-  options.num_parts = config.cluster().num_trainers();
-  options.empty_field_signs = config.data().empty_field_signs();
   Batch batch;
-  for (const std::string& path : config.data().train_files()) {
-    auto reader = CriteoReader::Open(path, options);
+  for (const TrainPart& part : TrainPartsOf(config, rank)) {
+    auto reader = CriteoReader::Open(part.path, part.options);
     if (!reader.ok()) return reader.status();
     while ((*reader)->NextBatch(1 << 14, &batch)) {
       keys.insert(batch.signs.begin(), batch.signs.end());

@@ -1,7 +1,7 @@
 // A distributed job's model export (model_export.h), done by every rank
 // after the "trained" barrier, when no push is in flight anywhere: rank R
 // writes sparse part R, the rows of the signs in its own data part (the
-// same byte ranges it trained on, read once more); rank 0 also writes
+// same byte ranges or files it trained on, read once more); rank 0 also writes
 // dense.bin and, after the "exported" barrier, the manifest.
 #ifndef SAMPAN_TRAINER_PART_EXPORT_H_
 #define SAMPAN_TRAINER_PART_EXPORT_H_

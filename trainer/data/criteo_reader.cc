@@ -166,6 +166,14 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(
     return absl::ErrnoToStatus(err, absl::StrCat("cannot stat ", path));
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
+  unsigned char magic[2] = {0, 0};
+  const bool gzip = std::fread(magic, 1, 2, file) == 2 && magic[0] == 0x1f &&
+                    magic[1] == 0x8b;
+  if (gzip) {
+    std::fclose(file);
+    return OpenGzip(path, options, size);
+  }
+  std::rewind(file);
   auto offset = [&](int part) {
     return static_cast<uint64_t>(static_cast<unsigned __int128>(size) * part /
                                  options.num_parts);
@@ -244,8 +252,48 @@ CriteoReader::CriteoReader(std::string path, FILE* file,
   if (pos_ >= end_ || pos_ >= file_size_) done_ = true;
 }
 
+absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::OpenGzip(
+    const std::string& path, const CriteoReaderOptions& options,
+    uint64_t compressed_size) {
+  if (options.num_parts > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a gzip file cannot be split into ", options.num_parts,
+        " byte ranges (one per trainer); use data.split: BY_FILE (whole "
+        "files per trainer) or uncompressed input"));
+  }
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  }
+  gzbuffer(gz, 1 << 20);
+  // zlib defers a forward seek on reading to the first read: fill the
+  // buffer, then an offset past the uncompressed end shows as a position
+  // short of it.
+  const z_off_t start = static_cast<z_off_t>(options.start_offset);
+  gzseek(gz, start, SEEK_SET);
+  auto reader = std::unique_ptr<CriteoReader>(
+      new CriteoReader(path, nullptr, options, UINT64_MAX, 0, UINT64_MAX,
+                       options.start_offset, 0));
+  reader->gz_ = gz;
+  reader->compressed_size_ = compressed_size;
+  reader->Fill();
+  if (gztell(gz) < start) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": resume offset ", options.start_offset,
+                     " is past the end of its uncompressed bytes"));
+  }
+  if (!reader->read_status_.ok()) return reader->read_status_;
+  return reader;
+}
+
 CriteoReader::~CriteoReader() {
   if (file_ != nullptr) std::fclose(file_);
+  if (gz_ != nullptr) gzclose(gz_);
+}
+
+bool CriteoReader::AtEnd() {
+  if (gz_ == nullptr) return pos_ >= file_size_;
+  return head_ == tail_ && !Fill();
 }
 
 bool CriteoReader::Fill() {
@@ -256,12 +304,22 @@ bool CriteoReader::Fill() {
     head_ = 0;
   }
   if (tail_ == buf_.size()) buf_.resize(buf_.size() * 2);
-  const size_t n =
-      std::fread(buf_.data() + tail_, 1, buf_.size() - tail_, file_);
+  const size_t room = buf_.size() - tail_;
+  const size_t n = gz_ != nullptr
+                       ? static_cast<size_t>(
+                             std::max(0, gzread(gz_, buf_.data() + tail_,
+                                                static_cast<unsigned>(room))))
+                       : std::fread(buf_.data() + tail_, 1, room, file_);
   if (n == 0) {
-    if (std::ferror(file_)) {
-      std::fprintf(stderr, "%s: read error: %s\n", path_.c_str(),
-                   std::strerror(errno));
+    int gz_error = Z_OK;
+    const char* gz_message = gz_ != nullptr ? gzerror(gz_, &gz_error) : "";
+    if (gz_error != Z_OK && gz_error != Z_STREAM_END) {
+      read_status_ = absl::DataLossError(
+          absl::StrCat(path_, ": gzip read error at uncompressed offset ", pos_,
+                       ": ", gz_message));
+    } else if (file_ != nullptr && std::ferror(file_)) {
+      read_status_ = absl::ErrnoToStatus(
+          errno, absl::StrCat(path_, ": read error at offset ", pos_));
     }
     eof_ = true;
     return false;
@@ -312,7 +370,7 @@ bool CriteoReader::NextBatch(size_t max_rows, Batch* batch) {
     ++line_number_;
     line = StripCr(line);
     // A blank last line of the file is an artifact of its writer, not a row.
-    if (line.empty() && pos_ >= file_size_) continue;
+    if (line.empty() && AtEnd()) continue;
     float label = 0;
     const absl::Status status =
         ParseCriteoLine(line, options_.labeled, &label, &batch->signs,
@@ -339,6 +397,11 @@ bool CriteoReader::NextBatch(size_t max_rows, Batch* batch) {
 
 double CriteoReader::fraction_done() const {
   if (done_ || end_ <= begin_) return 1.0;
+  if (gz_ != nullptr) {
+    return std::clamp(static_cast<double>(gzoffset(gz_)) /
+                          std::max<uint64_t>(1, compressed_size_),
+                      0.0, 1.0);
+  }
   const double f = static_cast<double>(pos_ - std::min(pos_, begin_)) /
                    static_cast<double>(end_ - begin_);
   return std::clamp(f, 0.0, 1.0);

@@ -11,6 +11,11 @@
 //   FeatureSign(slot, "") (missingness as a feature, as libffm's Criteo
 //   features have it).
 //
+// Input may be gzip (detected by its magic bytes): such a file can only be
+// read whole, by one part (a trainer per file: data.split BY_FILE), and
+// offsets are into its uncompressed bytes (a resume decompresses up to its
+// offset).
+//
 // A reader owns its file and is used by one thread at a time.
 #ifndef SAMPAN_TRAINER_DATA_CRITEO_READER_H_
 #define SAMPAN_TRAINER_DATA_CRITEO_READER_H_
@@ -25,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "trainer/data/batch.h"
+#include "zlib.h"
 
 namespace sampan {
 
@@ -66,7 +72,8 @@ struct CriteoReaderOptions {
 class CriteoReader {
  public:
   // Opens `path` and seeks to the start of this reader's part, counting the
-  // lines before it so that error messages carry absolute line numbers.
+  // lines before it so that error messages carry absolute line numbers. A
+  // gzip file with num_parts > 1 is InvalidArgument.
   static absl::StatusOr<std::unique_ptr<CriteoReader>> Open(
       const std::string& path, const CriteoReaderOptions& options);
   ~CriteoReader();
@@ -79,17 +86,29 @@ class CriteoReader {
   // batch is empty.
   bool NextBatch(size_t max_rows, Batch* batch);
 
+  // Not OK once reading failed (an I/O error, a corrupt or truncated gzip
+  // stream): the part then ended early, which NextBatch cannot say.
+  const absl::Status& read_status() const { return read_status_; }
   uint64_t good_rows() const { return good_rows_; }
   uint64_t bad_rows() const { return bad_rows_; }
-  // File offset of the next unread line: a resume point between batches.
+  // File offset (uncompressed) of the next unread line: a resume point
+  // between batches.
   uint64_t position() const { return pos_; }
-  // Fraction of this reader's byte range consumed, in [0, 1].
+  // Fraction of this reader's byte range consumed (of a gzip file's
+  // compressed bytes), in [0, 1].
   double fraction_done() const;
 
  private:
   CriteoReader(std::string path, FILE* file, const CriteoReaderOptions& options,
                uint64_t file_size, uint64_t begin, uint64_t end, uint64_t start,
                uint64_t lines_before);
+  // The whole of gzip file `path` (`compressed_size` bytes) from `start`.
+  static absl::StatusOr<std::unique_ptr<CriteoReader>> OpenGzip(
+      const std::string& path, const CriteoReaderOptions& options,
+      uint64_t compressed_size);
+  // Whether the file has no bytes past pos_ (an empty line there is a
+  // writer's artifact, not a row).
+  bool AtEnd();
   // Reads the next line that starts inside the range; false at its end. The
   // view (without its newline) is valid until the next call.
   bool ReadLine(std::string_view* line);
@@ -97,7 +116,9 @@ class CriteoReader {
   bool Fill();
 
   std::string path_;
-  FILE* file_;
+  FILE* file_;           // plain files
+  gzFile gz_ = nullptr;  // gzip files (then file_size_ is unknown: max)
+  uint64_t compressed_size_ = 0;
   CriteoReaderOptions options_;
   uint64_t file_size_;
   uint64_t begin_, end_;  // this part's nominal byte range
@@ -109,6 +130,7 @@ class CriteoReader {
   std::vector<char> buf_;
   size_t head_ = 0, tail_ = 0;
   bool eof_ = false;
+  absl::Status read_status_;
 };
 
 }  // namespace sampan

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainer/data/batch.h"
+#include "zlib.h"
 
 namespace sampan {
 namespace {
@@ -532,6 +534,93 @@ TEST(CriteoReaderTest, FractionDoneGrows) {
   ASSERT_TRUE((*reader)->NextBatch(50, &batch));
   EXPECT_FALSE((*reader)->NextBatch(50, &batch));
   EXPECT_EQ((*reader)->fraction_done(), 1.0);
+}
+
+}  // namespace
+}  // namespace sampan
+
+namespace sampan {
+namespace {
+
+// `contents` gzipped into `path`.
+void WriteGzip(const std::string& path, const std::string& contents) {
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr) << path;
+  ASSERT_EQ(gzwrite(gz, contents.data(), contents.size()),
+            static_cast<int>(contents.size()));
+  ASSERT_EQ(gzclose(gz), Z_OK);
+}
+
+// A gzip file reads as its plain twin, row for row (a blank last line
+// included), and resumes at an uncompressed position.
+TEST(CriteoReaderTest, GzipReadsAndResumesLikePlain) {
+  const std::string plain = TempPath("plain.tsv"), gz = TempPath("rows.tsv.gz");
+  WriteFile(plain, SplitTestFile() + "\n\n");
+  WriteGzip(gz, SplitTestFile() + "\n\n");
+  CriteoReaderOptions quiet;
+  quiet.max_logged_errors = 0;
+  testing::internal::CaptureStderr();
+  const ReadResult expected = ReadAll(plain, quiet);
+  const ReadResult got = ReadAll(gz, quiet);
+  EXPECT_EQ(got.good, expected.good);
+  EXPECT_EQ(got.bad, expected.bad);
+  EXPECT_TRUE(got.rows == expected.rows);
+
+  auto first = CriteoReader::Open(gz, quiet);
+  ASSERT_TRUE(first.ok()) << first.status();
+  Batch batch;
+  size_t read = 0;
+  for (int b = 0; b < 9; ++b) {
+    ASSERT_TRUE((*first)->NextBatch(5, &batch));
+    read += batch.size();
+  }
+  EXPECT_GT((*first)->fraction_done(), 0.0);
+  CriteoReaderOptions resume = quiet;
+  resume.start_offset = (*first)->position();
+  const ReadResult rest = ReadAll(gz, resume, 5);
+  testing::internal::GetCapturedStderr();
+  ASSERT_EQ(read + rest.rows.size(), expected.rows.size());
+  for (size_t i = 0; i < rest.rows.size(); ++i) {
+    EXPECT_TRUE(rest.rows[i] == expected.rows[read + i]) << i;
+  }
+}
+
+TEST(CriteoReaderTest, GzipCannotBeSplitByBytes) {
+  const std::string gz = TempPath("split.tsv.gz");
+  WriteGzip(gz, SplitTestFile());
+  CriteoReaderOptions options;
+  options.num_parts = 2;
+  const absl::Status s = CriteoReader::Open(gz, options).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("data.split: BY_FILE"));
+  options.num_parts = 1;
+  options.start_offset = 1 << 30;
+  EXPECT_THAT(std::string(CriteoReader::Open(gz, options).status().message()),
+              HasSubstr("past the end"));
+}
+
+// A truncated gzip stream ends the rows early; read_status says so.
+TEST(CriteoReaderTest, TruncatedGzipIsAReadError) {
+  const std::string whole = TempPath("whole.tsv.gz"), cut = TempPath("cut.gz");
+  WriteGzip(whole, SplitTestFile());
+  std::ifstream in(whole, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  WriteFile(cut, bytes.substr(0, bytes.size() / 2));
+  CriteoReaderOptions quiet;
+  quiet.max_logged_errors = 0;
+  auto reader = CriteoReader::Open(cut, quiet);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Batch batch;
+  testing::internal::CaptureStderr();
+  while ((*reader)->NextBatch(50, &batch)) {
+  }
+  testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::IsDataLoss((*reader)->read_status()))
+      << (*reader)->read_status();
+  EXPECT_THAT(std::string((*reader)->read_status().message()),
+              HasSubstr("cut.gz: gzip read error"));
+  EXPECT_GT((*reader)->good_rows(), 0u);
 }
 
 }  // namespace
