@@ -157,6 +157,8 @@ bool InputQueue::OpenNext() {
   return true;
 }
 
+constexpr size_t kRowsAhead = 4;
+
 // Hands out the windows' rows until the batch is full or the input ends;
 // a batch may span windows and files.
 bool InputQueue::NextShuffled(Batch* batch) {
@@ -167,6 +169,17 @@ bool InputQueue::NextShuffled(Batch* batch) {
   const size_t want = config_.data().batch_size();
   while (batch->size() < want) {
     if (WindowActive()) {
+      // The window is larger than the caches and its order random: fetch
+      // the rows a few ahead while this one is copied.
+      if (window_next_ + kRowsAhead < window_order_.size()) {
+        const uint32_t ahead = window_order_[window_next_ + kRowsAhead];
+        const uint32_t at = window_.offsets[ahead];
+        __builtin_prefetch(window_.signs.data() + at);
+        __builtin_prefetch(window_.signs.data() + at + 8);
+        __builtin_prefetch(window_.signs.data() + at + 16);
+        __builtin_prefetch(window_.signs.data() + at + 24);
+        __builtin_prefetch(window_.slots.data() + at);
+      }
       batch->Append(window_, window_order_[window_next_++]);
       continue;
     }
