@@ -260,6 +260,15 @@ absl::Status ValidateData(const DataConfig& d) {
         "data.validation_fraction",
         absl::StrCat("must be in [0, 1), got ", d.validation_fraction()));
   }
+  // A window is one Batch, whose offsets are 32-bit; past this it would
+  // also hold ~4 GB per trainer.
+  constexpr uint32_t kMaxWindowRows = 10'000'000;
+  if (d.shuffle_buffer_rows() > kMaxWindowRows) {
+    return Invalid("data.shuffle_buffer_rows",
+                   absl::StrCat("must be at most ", kMaxWindowRows,
+                                " (~400 bytes a Criteo row per trainer), got ",
+                                d.shuffle_buffer_rows()));
+  }
   return FirstError({
       AtLeast("data.batch_size", d.batch_size(), 1),
       AtLeast("data.epochs", d.epochs(), 1),

@@ -320,8 +320,8 @@ TEST(ConfigTest, DataSourceRules) {
 }
 
 // BY_FILE hands out whole files: fewer files than trainers would leave one
-// with nothing to train.
-TEST(ConfigTest, SplitByFileNeedsAFilePerTrainer) {
+// with nothing to train. A shuffle window has a ceiling.
+TEST(ConfigTest, SplitAndShuffleWindowRules) {
   const std::string two_trainers =
       "cluster: {num_trainers: 2}\ndata:\n  split: BY_FILE\n"
       "  synthetic: {rows: 0}\n";
@@ -333,6 +333,9 @@ TEST(ConfigTest, SplitByFileNeedsAFilePerTrainer) {
   EXPECT_THAT(
       ParseError("cluster: {num_trainers: 2}\ndata: {split: BY_FILE}\n"),
       HasSubstr("(synthetic data is one file)"));
+  EXPECT_THAT(ParseError("data: {shuffle_buffer_rows: 20000000}\n"),
+              HasSubstr("job.yaml: data.shuffle_buffer_rows: must be at most "
+                        "10000000"));
 }
 
 TEST(ConfigTest, ValidateNamesPathWithoutSource) {
