@@ -27,7 +27,9 @@ build() {  # name sources... -- libs...
 }
 
 build criteo_parser_fuzzer tests/fuzz/criteo_parser_fuzzer.cc \
-  trainer/data/criteo_reader.cc
+  trainer/data/criteo_reader.cc -lz
+build criteo_reader_fuzzer tests/fuzz/criteo_reader_fuzzer.cc \
+  trainer/data/criteo_reader.cc -lz
 build config_fuzzer tests/fuzz/config_fuzzer.cc common/config.cc common/yaml_proto.cc \
   "$GEN/proto/job.pb.cc" -lyaml-cpp -lprotobuf
 # The pserver's own sources, from Bazel's graph, so that a file split or
@@ -49,7 +51,8 @@ cp configs/*.yaml "$seeds/config/"
 cp tests/fuzz/corpus/rpc/* "$seeds/rpc/"
 
 failed=0
-for target in criteo_parser_fuzzer:criteo config_fuzzer:config rpc_fuzzer:rpc; do
+for target in criteo_parser_fuzzer:criteo criteo_reader_fuzzer:criteo \
+    config_fuzzer:config rpc_fuzzer:rpc; do
   name=${target%%:*}; corpus=${target##*:}
   mkdir -p "$OUT/corpus-$corpus" "$OUT/crashes-$name"
   echo "running $name for ${SECONDS_EACH}s"

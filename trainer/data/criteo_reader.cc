@@ -188,7 +188,7 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(
   uint64_t lines_before = 0;
   if (begin > 0) {
     start = size;
-    std::vector<char> block(kReadBlock);
+    std::vector<char> block(std::min<uint64_t>(kReadBlock, size));
     uint64_t off = 0;
     bool found = false;
     while (!found && off < size) {
@@ -248,7 +248,10 @@ CriteoReader::CriteoReader(std::string path, FILE* file,
       end_(end),
       pos_(start),
       line_number_(lines_before),
-      buf_(kReadBlock) {
+      // Small files get small buffers (it doubles for a longer line).
+      buf_(std::min<uint64_t>(kReadBlock,
+                              file_size - std::min(start, file_size)) +
+           64) {
   if (pos_ >= end_ || pos_ >= file_size_) done_ = true;
 }
 
@@ -276,6 +279,9 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::OpenGzip(
                        options.start_offset, 0));
   reader->gz_ = gz;
   reader->compressed_size_ = compressed_size;
+  // Text rarely compresses past 10x; the buffer doubles if it does.
+  reader->buf_.resize(
+      std::min<uint64_t>(kReadBlock, 10 * compressed_size + 4096));
   reader->Fill();
   if (gztell(gz) < start) {
     return absl::InvalidArgumentError(
