@@ -268,6 +268,9 @@ class Launcher {
   // trained after that position is trained again: pserver rows keep every
   // acknowledged push and do not roll back.
   bool RestartTrainer(Child& c) {
+    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == kTrainerDataErrorExit) {
+      return false;
+    }
     if (deep_) return RegroupTrainers();
     // A trainer that exits with an error (bad data, a refused push) would
     // meet the same error again; only a crash is worth a restart.

@@ -22,6 +22,11 @@
 
 namespace sampan {
 
+// A trainer's exit status when its input is bad (DataLoss: malformed rows
+// over data.max_bad_fraction, a truncated or corrupt file): a restart would
+// meet the same rows, so the launcher stops the job instead, hybrid or not.
+inline constexpr int kTrainerDataErrorExit = 3;
+
 // Runs the job in `config` (already loaded and validated) and returns the
 // process exit status: 0 on success. With `resume`, the pservers' tables
 // are first restored from the latest complete checkpoint and the trainers

@@ -326,6 +326,10 @@ int TrainerMain(int argc, char** argv) {
   absl::Status s =
       RunTrainer(inv.config, rank, inv.flags.Get("coordinator"), checkpoint,
                  IntFlagOrExit(inv.flags, "generation", 0));
+  if (absl::IsDataLoss(s)) {
+    Fail(s);
+    return kTrainerDataErrorExit;  // the launcher does not retry bad data
+  }
   if (!s.ok()) return Fail(s);
   SAMPAN_LOG(INFO) << "done";
   return 0;

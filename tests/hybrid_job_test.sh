@@ -17,7 +17,10 @@
 #      job trains, and the coordinator refused no call;
 #   6. time-triggered checkpoints in lockstep: the coordinator announces a
 #      step ahead of the ranks, both pause at it, rank 0's dense state lands
-#      in the checkpoint, and the job finishes with identical hashes.
+#      in the checkpoint, and the job finishes with identical hashes;
+#   7. bad data (malformed rows over data.max_bad_fraction) stops the job
+#      at once: the trainer exits 3, and the ranks are not regrouped to meet
+#      the same rows again.
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -146,5 +149,22 @@ else
   fail "ckpt: rc $rc, $taken checkpoints, '$at_step'"; echo "$out" | tail -5
   grep -h "checkpoint" "$job/logs/coordinator.log" | tail -5
 fi
+
+# 7. Bad data is not retried.
+job="$TMP/baddata"
+write_bad_rows "$job"
+write_config "$job" 2 "type: DEEPFM" 0
+sed -i "s|^  synthetic: .*|  synthetic: {rows: 0}\n  train_files: [$job/train.tsv]\n  test_files: [$job/test.tsv]\n  max_bad_fraction: 0.05|" "$job.yaml"
+# Checkpoints on: only then would a failed rank be restarted (regrouped).
+sed -i 's|heartbeat_timeout_seconds: 10}|heartbeat_timeout_seconds: 10, max_restarts: 3}|; s/^table: {/table: {backend: ROCKSDB, /' "$job.yaml"
+echo "checkpoint: {every_steps: 2, keep: 2}" >> "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+if [ $rc -ne 0 ] && grep -q "exit status 3" <<< "$out" &&
+   ! grep -q "restarting all" <<< "$out"; then
+  pass "bad data: trainer exit 3, job stopped without a regroup"
+else
+  fail "bad data: rc $rc; $(grep -E 'exit status|restarting' <<< "$out" | head -3)"
+fi
+[ -z "$(leftover "$job")" ] || fail "processes left after bad data"
 
 finish

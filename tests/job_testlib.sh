@@ -1,6 +1,6 @@
 # Shared by the `sampan run` suites: source it after `set -uo pipefail`.
-# Gives SAMPAN (the binary under test), TMP, fail/pass counters, leftover()
-# and finish (exit status from the count).
+# Gives SAMPAN (the binary under test), TMP, fail/pass counters, leftover(),
+# write_bad_rows and finish (exit status from the count).
 
 SAMPAN="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/cli/sampan"
 [ -x "$SAMPAN" ] || SAMPAN="bazel-bin/cli/sampan"
@@ -12,6 +12,19 @@ pass() { echo "ok: $*"; }
 
 # Processes of the job in output dir $1: children carry it in --config.
 leftover() { pgrep -f -- "--config=$1/" || true; }
+
+# $1/train.tsv: 3000 Criteo rows, every tenth malformed (10%), and
+# $1/test.tsv: the good ones of the first 500.
+write_bad_rows() {  # dir
+  mkdir -p "$1"
+  awk 'BEGIN { for (i = 0; i < 3000; i++) {
+    if (i % 10 == 3) { print "1\tnot-a-row"; continue }
+    printf "%d", i % 4 == 0
+    for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
+    for (f = 0; f < 26; f++) printf "\t%08x", (i * 13 + f * 101) % 977
+    printf "\n" } }' > "$1/train.tsv"
+  head -500 "$1/train.tsv" | grep -v not-a-row > "$1/test.tsv"
+}
 
 finish() {
   if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi

@@ -53,14 +53,7 @@ echo "$err" | grep -q 'bad.yaml:2: model.hidden\[1\]: expected' \
 
 # 3. Malformed rows over the limit fail the job with a clear reason.
 job="$TMP/badrows"
-mkdir -p "$job"
-awk 'BEGIN { for (i = 0; i < 3000; i++) {
-  if (i % 10 == 3) { print "1\tnot-a-row"; continue }
-  printf "%d", i % 4 == 0
-  for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
-  for (f = 0; f < 26; f++) printf "\t%08x", (i * 13 + f * 101) % 977
-  printf "\n" } }' > "$job/train.tsv"
-head -500 "$job/train.tsv" | grep -v not-a-row > "$job/test.tsv"
+write_bad_rows "$job"
 write_config "$job" 0 "  train_files: [$job/train.tsv]
   test_files: [$job/test.tsv]
   max_bad_fraction: 0.05"

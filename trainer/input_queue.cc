@@ -21,6 +21,7 @@ InputQueue::InputQueue(const JobConfig& config, int rank,
     // The window's rows are read (and counted) again.
     resume_skip_ = window_rows_ > 0 ? start->window_skip() : 0;
     rows_before_ = start->rows() - std::min(start->rows(), resume_skip_);
+    bad_before_ = std::min(start->bad_rows(), rows_before_);
   }
   PublishProgress();
 }
@@ -72,6 +73,10 @@ uint64_t InputQueue::RowsRead() const {
   return rows_before_ + good_ + bad_ + in_reader;
 }
 
+uint64_t InputQueue::BadRowsRead() const {
+  return bad_before_ + bad_ + (reader_ ? reader_->bad_rows() : 0);
+}
+
 coord::DataPosition InputQueue::Position() const {
   std::lock_guard<std::mutex> lock(mu_);
   coord::DataPosition p;
@@ -81,10 +86,12 @@ coord::DataPosition InputQueue::Position() const {
     p.set_byte_offset(window_start_);
     p.set_window_skip(window_next_);
     p.set_rows(rows_before_window_ + window_next_);
+    p.set_bad_rows(bad_before_window_);
   } else {
     p.set_byte_offset(reader_ ? reader_->position() : resume_offset_);
     p.set_window_skip(reader_ ? 0 : resume_skip_);
     p.set_rows(RowsRead() + (reader_ ? 0 : resume_skip_));
+    p.set_bad_rows(BadRowsRead());
   }
   p.set_finished(file_index_ >= TotalFiles());
   p.set_window_rows(window_rows_);
@@ -97,8 +104,7 @@ void InputQueue::PublishProgress() {
   fraction_done_.store(
       std::min(1.0, done / std::max<uint32_t>(1, TotalFiles())),
       std::memory_order_relaxed);
-  bad_rows_.store(bad_ + (reader_ ? reader_->bad_rows() : 0),
-                  std::memory_order_relaxed);
+  bad_rows_.store(BadRowsRead(), std::memory_order_relaxed);
 }
 
 double InputQueue::FractionDone() const {
@@ -193,6 +199,7 @@ bool InputQueue::FillWindow() {
     if (reader_ == nullptr && !OpenNext()) return false;
     window_start_ = reader_->position();
     rows_before_window_ = RowsRead();
+    bad_before_window_ = BadRowsRead();
     if (reader_->NextBatch(window_rows_, &window_)) {
       status_ = CheckBadFraction(false);
       // Fisher-Yates from a hash of (rank, file, offset) rather than a
@@ -214,8 +221,7 @@ bool InputQueue::FillWindow() {
 }
 
 absl::Status InputQueue::CheckBadFraction(bool final) {
-  const uint64_t bad = bad_ + (reader_ ? reader_->bad_rows() : 0);
-  const uint64_t total = bad + good_ + (reader_ ? reader_->good_rows() : 0);
+  const uint64_t bad = BadRowsRead(), total = RowsRead();
   // Judge only once enough rows were seen for the fraction to mean much.
   if (!final && total < 1000) return absl::OkStatus();
   if (total == 0) return absl::OkStatus();

@@ -72,7 +72,10 @@ class InputQueue {
   bool WindowActive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return reader_ != nullptr && window_next_ < window_order_.size();
   }
+  // Rows read by this queue and before the checkpoint it resumed from; of
+  // them, malformed.
   uint64_t RowsRead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t BadRowsRead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // data.max_bad_fraction over every row read; before the end of the input
   // (`final`) only once 1000 rows were.
   absl::Status CheckBadFraction(bool final) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -92,8 +95,10 @@ class InputQueue {
   uint32_t file_index_ ABSL_GUARDED_BY(mu_) = 0;
   // The checkpoint's offset into file_index_, used by the first open only.
   uint64_t resume_offset_ ABSL_GUARDED_BY(mu_) = 0;
-  // Rows read before the checkpoint this queue resumed from.
+  // Rows read before the checkpoint this queue resumed from, and how many
+  // of them were malformed.
   uint64_t rows_before_ = 0;
+  uint64_t bad_before_ = 0;
   uint64_t good_ ABSL_GUARDED_BY(mu_) = 0, bad_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   // Written under mu_ after each Next, read without it: the heartbeat
@@ -110,6 +115,7 @@ class InputQueue {
   size_t window_next_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t window_start_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_before_window_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t bad_before_window_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t resume_skip_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -218,6 +218,28 @@ TEST_F(InputQueueTest, AllMalformedFails) {
   }
 }
 
+// data.max_bad_fraction is over the whole job: a trainer resumed near its
+// end judges its few last rows together with those before the checkpoint.
+TEST_F(InputQueueTest, ResumeJudgesBadRowsOverTheWholeInput) {
+  {
+    std::ofstream out(config_.data().train_files(0), std::ios::app);
+    out << "bad row\nanother\n";  // 2 of 1002 (0.2%)
+  }
+  config_.mutable_data()->set_epochs(1);
+  config_.mutable_data()->set_max_bad_fraction(0.01);
+  for (uint32_t window : {0, 300}) {
+    SCOPED_TRACE(absl::StrCat("window ", window));
+    config_.mutable_data()->set_shuffle_buffer_rows(window);
+    InputQueue whole(config_, 0, nullptr);
+    EXPECT_EQ(Drain(&whole).size(), size_t(kRows));
+    InputQueue first(config_, 0, nullptr);
+    std::vector<int> rows = Drain(&first, 15);  // 960 rows; 2 bad of 42 left
+    const coord::DataPosition at = first.Position();
+    AppendResumed(at, &rows);  // Drain expects no error
+    EXPECT_EQ(rows.size(), size_t(kRows));
+  }
+}
+
 // BY_FILE: of three files and two trainers, rank 0 reads files 0 and 2
 // whole, rank 1 file 1; a resume inside file 2's window goes on there.
 TEST_F(InputQueueTest, ByFileGivesEachRankWholeFiles) {

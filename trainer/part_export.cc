@@ -20,6 +20,7 @@ absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
     while ((*reader)->NextBatch(1 << 14, &batch)) {
       keys.insert(batch.signs.begin(), batch.signs.end());
     }
+    if (!(*reader)->read_status().ok()) return (*reader)->read_status();
   }
   const std::string dir = ModelDir(config);
   SAMPAN_LOG(INFO) << "trainer " << rank << ": exporting " << keys.size()

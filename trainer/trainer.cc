@@ -566,6 +566,8 @@ class Trainer {
         labels.insert(labels.end(), s.batch.labels.begin(),
                       s.batch.labels.end());
       }
+      // A truncated test file must not score as a smaller one.
+      if (!(*reader)->read_status().ok()) return (*reader)->read_status();
     }
     return WriteResult(probs, labels);
   }

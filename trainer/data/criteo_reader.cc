@@ -273,22 +273,27 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::OpenGzip(
   // buffer, then an offset past the uncompressed end shows as a position
   // short of it.
   const z_off_t start = static_cast<z_off_t>(options.start_offset);
-  gzseek(gz, start, SEEK_SET);
+  if (start < 0 || gzseek(gz, start, SEEK_SET) != start) {
+    gzclose(gz);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": cannot seek to resume offset ", options.start_offset));
+  }
   auto reader = std::unique_ptr<CriteoReader>(
       new CriteoReader(path, nullptr, options, UINT64_MAX, 0, UINT64_MAX,
                        options.start_offset, 0));
   reader->gz_ = gz;
   reader->compressed_size_ = compressed_size;
   // Text rarely compresses past 10x; the buffer doubles if it does.
-  reader->buf_.resize(
-      std::min<uint64_t>(kReadBlock, 10 * compressed_size + 4096));
+  reader->buf_.assign(
+      std::min<uint64_t>(kReadBlock, 10 * compressed_size + 4096), '\0');
+  reader->buf_.shrink_to_fit();
   reader->Fill();
+  if (!reader->read_status_.ok()) return reader->read_status_;
   if (gztell(gz) < start) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": resume offset ", options.start_offset,
                      " is past the end of its uncompressed bytes"));
   }
-  if (!reader->read_status_.ok()) return reader->read_status_;
   return reader;
 }
 
