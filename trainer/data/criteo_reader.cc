@@ -232,14 +232,17 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(
     std::fclose(file);
     return absl::ErrnoToStatus(err, absl::StrCat("cannot seek in ", path));
   }
+  // Small files get small buffers (it doubles for a longer line).
+  const size_t buffer = std::min<uint64_t>(kReadBlock, size - start) + 64;
   return std::unique_ptr<CriteoReader>(new CriteoReader(
-      path, file, options, size, begin, end, start, lines_before));
+      path, file, options, size, begin, end, start, lines_before, buffer));
 }
 
 CriteoReader::CriteoReader(std::string path, FILE* file,
                            const CriteoReaderOptions& options,
                            uint64_t file_size, uint64_t begin, uint64_t end,
-                           uint64_t start, uint64_t lines_before)
+                           uint64_t start, uint64_t lines_before,
+                           size_t buffer_bytes)
     : path_(std::move(path)),
       file_(file),
       options_(options),
@@ -248,10 +251,7 @@ CriteoReader::CriteoReader(std::string path, FILE* file,
       end_(end),
       pos_(start),
       line_number_(lines_before),
-      // Small files get small buffers (it doubles for a longer line).
-      buf_(std::min<uint64_t>(kReadBlock,
-                              file_size - std::min(start, file_size)) +
-           64) {
+      buf_(buffer_bytes) {
   if (pos_ >= end_ || pos_ >= file_size_) done_ = true;
 }
 
@@ -278,15 +278,12 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::OpenGzip(
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": cannot seek to resume offset ", options.start_offset));
   }
-  auto reader = std::unique_ptr<CriteoReader>(
-      new CriteoReader(path, nullptr, options, UINT64_MAX, 0, UINT64_MAX,
-                       options.start_offset, 0));
+  // Text rarely compresses past 10x; the buffer doubles if it does.
+  auto reader = std::unique_ptr<CriteoReader>(new CriteoReader(
+      path, nullptr, options, UINT64_MAX, 0, UINT64_MAX, options.start_offset,
+      0, std::min<uint64_t>(kReadBlock, 10 * compressed_size + 4096)));
   reader->gz_ = gz;
   reader->compressed_size_ = compressed_size;
-  // Text rarely compresses past 10x; the buffer doubles if it does.
-  reader->buf_.assign(
-      std::min<uint64_t>(kReadBlock, 10 * compressed_size + 4096), '\0');
-  reader->buf_.shrink_to_fit();
   reader->Fill();
   if (!reader->read_status_.ok()) return reader->read_status_;
   if (gztell(gz) < start) {

@@ -101,7 +101,7 @@ class CriteoReader {
  private:
   CriteoReader(std::string path, FILE* file, const CriteoReaderOptions& options,
                uint64_t file_size, uint64_t begin, uint64_t end, uint64_t start,
-               uint64_t lines_before);
+               uint64_t lines_before, size_t buffer_bytes);
   // The whole of gzip file `path` (`compressed_size` bytes) from `start`.
   static absl::StatusOr<std::unique_ptr<CriteoReader>> OpenGzip(
       const std::string& path, const CriteoReaderOptions& options,
