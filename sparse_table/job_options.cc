@@ -43,7 +43,11 @@ void MapOptimizer(const OptimizerConfig& c, TableOptions* o) {
 
 bool HasDenseTable(const JobConfig& job) {
   const ModelType type = job.model().type();
-  return job.model().mode() == ModelConfig::ASYNC && type != LR && type != FM;
+  if (type == LR || type == FM) {
+    // Hogwild models: their dense inputs' weights are pserver rows.
+    return job.data().integer_features() >= DataConfig::LOG_DENSE;
+  }
+  return job.model().mode() == ModelConfig::ASYNC;
 }
 
 TableOptions DenseTableOptionsFromJob(const JobConfig& job,

@@ -16,7 +16,8 @@ namespace sampan {
 TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index);
 
 // Table ids on the wire (proto/ps.proto): the sparse rows, and the dense
-// weights of model.mode ASYNC deep models (trainer/async_dense.h).
+// weights of model.mode ASYNC deep models and of LR/FM with dense inputs
+// (trainer/async_dense.h).
 inline constexpr uint32_t kSparseTableId = 0;
 inline constexpr uint32_t kDenseTableId = 1;
 

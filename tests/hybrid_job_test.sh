@@ -5,6 +5,8 @@
 #   1. DeepFM, 2 trainers x 2 pservers, hashes compared every 5 steps:
 #      exit 0, test AUC > 0.70, both ranks' final dense-weight hashes
 #      (<output_dir>/dense_hash-<rank>.txt) bitwise identical, same step count;
+#   1b. DeepFM with 2 threads per rank: lockstep steps of two batches,
+#      identical hashes, half the steps;
 #   2. DCN-v2 with 3 trainers (the average is not a power-of-two division):
 #      exit 0 and three identical hashes;
 #   3. a rank whose weights were nudged after the broadcast
@@ -27,12 +29,12 @@ TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
 [ -f "$TESTLIB" ] || TESTLIB="$(dirname "$0")/job_testlib.sh"
 source "$TESTLIB"
 
-write_config() {  # dir trainers model-yaml rows
+write_config() {  # dir trainers model-yaml rows [threads per trainer]
   cat > "$1.yaml" <<YAML
 name: hybrid
 output_dir: $1
 progress_interval_seconds: 0.5
-cluster: {num_pservers: 2, num_trainers: $2, threads_per_trainer: 1,
+cluster: {num_pservers: 2, num_trainers: $2, threads_per_trainer: ${5:-1},
           wait_timeout_seconds: 30, heartbeat_timeout_seconds: 10}
 model: {$3, embedding_dim: 8, hidden: [32, 16],
         dense_optimizer: {type: ADAM, learning_rate: 0.001}}
@@ -68,6 +70,24 @@ steps=$(grep -ho '[0-9]* synchronous dense steps' "$job"/logs/trainer-*.log | so
 [ "$(echo "$steps" | wc -l)" -eq 1 ] && [ "${steps%% *}" -gt 10 ] \
   && pass "deepfm: both ranks ran $steps" || fail "deepfm: step counts '$steps'"
 [ -z "$(leftover "$job")" ] || fail "processes left after a clean run"
+
+# 1b. Two threads per rank: each lockstep step is two batches trained at
+# once, their dense gradients summed before the allreduce. 45,000 training
+# rows a rank in batches of 1,024 make 44 batches: 22 steps of two.
+job="$TMP/deepfm-t2"
+write_config "$job" 2 "type: DEEPFM" 100000 2
+out=$(SAMPAN_DENSE_CHECK_EVERY=5 "$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+[ $rc -eq 0 ] || { fail "deepfm-t2: run exited $rc"; echo "$out" | tail -8; }
+why=$(same_hashes "$job" 2) && pass "deepfm-t2: identical dense hashes with 2 threads a rank" \
+  || fail "deepfm-t2: $why"
+steps=$(grep -ho '[0-9]* synchronous dense steps (HYBRID), up to 2 batches' \
+  "$job"/logs/trainer-*.log | sort -u)
+[ "$(echo "$steps" | wc -l)" -eq 1 ] && [ "${steps%% *}" -ge 21 ] \
+  && [ "${steps%% *}" -le 23 ] \
+  && pass "deepfm-t2: both ranks ran $steps" || fail "deepfm-t2: step counts '$steps'"
+auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
+awk -v a="$auc" 'BEGIN { exit !(a > 0.70) }' && pass "deepfm-t2: test AUC $auc" \
+  || fail "deepfm-t2: test AUC '$auc' <= 0.70"
 
 # 2. DCN-v2, 3 trainers.
 job="$TMP/dcn3"

@@ -89,7 +89,8 @@ class HybridDense {
       const CtrModel& model, const HybridDenseOptions& options);
   ~HybridDense();
 
-  // The current weights (model.dense_size() floats).
+  // The current weights (size() == model.dense_size() floats).
+  size_t size() const { return n_; }
   const float* weights() const { return weights_; }
   // Starts a step: zeroes the gradients. `trained` says whether this rank
   // computes a gradient this step, for a batch of `batch_size` examples.

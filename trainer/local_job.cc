@@ -187,15 +187,12 @@ absl::Status TrainLocalJob(const JobConfig& c) {
       r->test.auc, r->test.logloss, r->test.copc, r->test.rows, r->examples,
       r->examples_per_second);
   std::printf("%s\n", line.c_str());
-  const std::string path = absl::StrCat(c.output_dir(), "/result.txt");
-  std::ofstream out(path);
-  out << absl::StrFormat(
-      "test_auc=%.6f\ntest_logloss=%.6f\ntest_rows=%d\ntest_copc=%.4f\n"
-      "examples_per_second=%.0f\n",
-      r->test.auc, r->test.logloss, r->test.rows, r->test.copc,
-      r->examples_per_second);
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  if (absl::Status s =
+          WriteResultFile(absl::StrCat(c.output_dir(), "/result.txt"), r->test,
+                          r->examples_per_second);
+      !s.ok()) {
+    return s;
+  }
   const std::string report = absl::StrCat(c.output_dir(), "/report.html");
   std::printf("model: %s\nreport: %s\n", o->export_dir.c_str(), report.c_str());
   return WriteReport(report, absl::StrCat(c.name(), ": train-local"),

@@ -2,11 +2,12 @@
 // (sparse_table/NewMemoryTable) and the data already in memory. For quality
 // and speed work on one machine, and the `sampan train-local` command.
 //
-// `threads` Hogwild workers each loop: take the next batch of the epoch's
-// (optionally shuffled) order -> dedup its keys -> Pull -> CtrModel::Step on
-// a snapshot of the dense weights -> Push sparse gradients -> apply the dense
-// gradient (DenseParams). The table serialises per shard and DenseParams by
-// its mutex, so workers share no unguarded state.
+// `threads` Hogwild workers run the step loop of every trainer
+// (trainer/step_loop.h) over the epoch's (optionally shuffled) order: dedup
+// -> Pull -> CtrModel::Step on a snapshot of the dense weights -> Push ->
+// apply the dense gradient (DenseParams, trainer/dense_weights.h). The table
+// serialises per shard and DenseParams by its mutex, so workers share no
+// unguarded state.
 //
 // Evaluation pulls without creating rows. When eval_every > 0 the test set
 // is also scored during training (by the worker that crosses the mark,

@@ -174,4 +174,18 @@ absl::Status WriteReport(const std::string& path, const std::string& title,
   return absl::OkStatus();
 }
 
+absl::Status WriteResultFile(const std::string& path, const EvalMetrics& m,
+                             double examples_per_second) {
+  std::ofstream out(path);
+  out << absl::StrFormat(
+      "test_auc=%.6f\ntest_logloss=%.6f\ntest_rows=%d\ntest_copc=%.4f\n", m.auc,
+      m.logloss, m.rows, m.copc);
+  if (examples_per_second >= 0) {
+    out << absl::StrFormat("examples_per_second=%.0f\n", examples_per_second);
+  }
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
 }  // namespace sampan

@@ -22,6 +22,11 @@ struct ReportSeries {
 std::string RenderReport(const std::string& title,
                          const std::vector<ReportSeries>& series);
 
+// Writes the test metrics as `name=value` lines (result.txt): test_auc,
+// test_logloss, test_rows, test_copc and, when >= 0, examples_per_second.
+absl::Status WriteResultFile(const std::string& path, const EvalMetrics& m,
+                             double examples_per_second = -1);
+
 // Writes RenderReport(...) to `path`.
 absl::Status WriteReport(const std::string& path, const std::string& title,
                          const std::vector<ReportSeries>& series);

@@ -21,20 +21,21 @@
 #include "coordinator/client.h"
 #include "sparse_table/job_options.h"
 #include "trainer/async_dense.h"
-#include "trainer/batch_keys.h"
 #include "trainer/checkpoint_gate.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
+#include "trainer/dense_weights.h"
 #include "trainer/eval/auc.h"
 #include "trainer/hybrid_dense.h"
 #include "trainer/input_queue.h"
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
-#include "trainer/model/fm.h"
 #include "trainer/model/gpu_mlp.h"
 #include "trainer/model/model_io.h"
 #include "trainer/model_export.h"
 #include "trainer/part_export.h"
+#include "trainer/report.h"
+#include "trainer/step_loop.h"
 
 namespace sampan {
 namespace {
@@ -47,16 +48,19 @@ std::string WindowNote(const coord::DataPosition& p) {
   return absl::StrCat(" (+", p.window_skip(), " rows of its shuffle window)");
 }
 
-// A worker's reusable buffers: one batch, its keys, and their rows.
-struct Scratch : BatchKeys {
-  Batch batch;
-  std::vector<float> rows, grads, probs;
+// The rank's InputQueue as the step loop's source.
+class QueueSource : public BatchSource {
+ public:
+  explicit QueueSource(InputQueue* queue) : queue_(queue) {}
+  bool Next(Batch* batch, absl::Status* error) override {
+    return queue_->Next(batch, error);
+  }
 
-  void Dedup() { BatchKeys::Dedup(batch); }
-  void CountShowsAndClicks() { BatchKeys::CountShowsAndClicks(batch); }
+ private:
+  InputQueue* const queue_;
 };
 
-class Trainer {
+class Trainer : public StepObserver {
  public:
   // `start`: the checkpointed position to resume from (null: the start).
   Trainer(const JobConfig& config, int rank, const std::string& coordinator,
@@ -71,10 +75,8 @@ class Trainer {
         coordinator_(
             coordinator, Seconds(config.cluster().rpc_deadline_seconds()),
             Seconds(config.cluster().wait_timeout_seconds()), credentials),
-        model_(config.model().type() == LR ? 0
-                                           : config.model().embedding_dim()),
         input_(config, rank, start),
-        deep_(config.model().type() != LR && config.model().type() != FM),
+        source_(&input_),
         sync_(config.model().mode() == ModelConfig::SYNC),
         checkpoints_(config.checkpoint().every_steps() > 0 ||
                      config.checkpoint().every_seconds() > 0),
@@ -86,19 +88,17 @@ class Trainer {
   }
 
   absl::Status Run() {
-    if (config_.data().format() != CRITEO_TSV) {
-      return absl::UnimplementedError(
-          "`sampan run` reads CRITEO_TSV; use `sampan train-local` for "
-          "other formats");
-    }
     if (config_.data().integer_features() >= DataConfig::LOG_DENSE) {
       return absl::UnimplementedError(
           "`sampan run` feeds integer fields as BUCKETS only; "
           "data.integer_features LOG_DENSE needs `sampan train-local`");
     }
+    absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
+    if (!o.ok()) return o.status();
+    model_ = std::make_unique<CtrModel>(o->model);
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
-    absl::Status status = deep_ ? TrainDeep() : Train();
+    absl::Status status = Train(o->dense);
     if (status.ok()) status = FlushPushes();
     if (status.ok() && checkpoints_) ArriveFinished();
     Fail(status);
@@ -118,6 +118,17 @@ class Trainer {
     return status;
   }
 
+  // Counts a trained batch (any worker thread).
+  absl::Status Trained(const Worker& w, double loss) override {
+    absl::MutexLock lock(&mu_);
+    examples_ += w.batch.size();
+    loss_sum_ += loss;
+    for (size_t e = 0; e < w.batch.size(); ++e) {
+      auc_.Add(w.probs[e], w.batch.labels[e]);
+    }
+    return absl::OkStatus();
+  }
+
  private:
   absl::Status Connect() {
     if (absl::Status s = coordinator_.Register(coord::TRAINER, rank_, "");
@@ -131,7 +142,7 @@ class Trainer {
       options.pserver_addresses.push_back(m.address());
     }
     options.num_shards = config_.table().num_shards();
-    options.row_dim = model_.row_dim();
+    options.row_dim = model_->row_dim();
     options.deadline = Seconds(config_.cluster().rpc_deadline_seconds());
     // A fresh writer per incarnation: a restarted trainer's sequences start
     // again at 1 and must not be taken for replays of the old ones.
@@ -156,33 +167,54 @@ class Trainer {
     return s;
   }
 
-  absl::Status Train() {
-    std::vector<std::thread> workers;
-    for (uint32_t t = 0; t < config_.cluster().threads_per_trainer(); ++t) {
-      workers.emplace_back([this] { Fail(WorkerLoop()); });
+  // The one step loop (trainer/step_loop.h). The dense weights decide its
+  // shape: none (LR, FM) and the pservers' dense table (ASYNC; LR and FM
+  // with dense inputs) train threads_per_trainer Hogwild loops; HYBRID and
+  // SYNC one lockstep loop per rank whose steps are threads_per_trainer
+  // batches, allreduced with the other ranks (trainer/hybrid_dense.h).
+  absl::Status Train(const DenseOptimizerOptions& optimizer) {
+    rows_ = FleetRows(ps_.get(), model_->row_dim());
+    std::unique_ptr<DenseWeights> weights;
+    if (model_->dense_size() == 0) {
+      weights = NoDenseWeights();
+    } else if (HasDenseTable(config_)) {
+      async_ = std::make_unique<AsyncDense>(*model_, model_->row_dim());
+      weights =
+          PserverDenseWeights(async_.get(), ps_dense_.get(), model_->row_dim());
+      SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
+                       << " dense weights in " << async_->keys().size()
+                       << " pserver rows of table " << kDenseTableId
+                       << ", updated there by model.dense_optimizer";
+    } else {
+      if (absl::Status s = StartLockstep(optimizer); !s.ok()) return s;
+      weights = LockstepDenseWeights(dense_.get(), /*overlap=*/!sync_);
     }
-    for (std::thread& w : workers) w.join();
-    absl::MutexLock lock(&mu_);
-    return error_;
-  }
-
-  // Each batch passes the checkpoint gate, so that a checkpoint finds no
-  // batch between Next and its queued push.
-  absl::Status WorkerLoop() {
-    Scratch s;
-    absl::Status read_status;
-    while (!Failed()) {
-      absl::Status st = gate_.Enter();
-      const bool got = st.ok() && input_.Next(&s.batch, &read_status);
-      if (got) {
-        gate_.Took();
-        st = TrainBatch(&s);
-      }
-      gate_.Leave();
-      if (!st.ok()) return st;
-      if (!got) break;
+    StepLoopOptions loop;
+    loop.model = model_.get();
+    loop.source = &source_;
+    loop.rows = rows_.get();
+    loop.dense = weights.get();
+    loop.observer = this;
+    loop.gate = &gate_;
+    loop.threads =
+        std::max<uint32_t>(1, config_.cluster().threads_per_trainer());
+    loop.flush_each_step = sync_;
+    loop.gpu = gpu_.get();
+    loop.stop = &failed_;
+    uint64_t steps = 0;
+    absl::Status status = RunStepLoop(loop, &steps);
+    if (status.ok()) {
+      absl::MutexLock lock(&mu_);
+      status = error_;  // e.g. the heartbeat's
     }
-    return read_status;
+    if (!status.ok() || dense_ == nullptr) return status;
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << steps
+                     << " synchronous dense steps ("
+                     << (sync_ ? "SYNC" : "HYBRID") << "), up to "
+                     << loop.threads << " batches each";
+    absl::StatusOr<uint64_t> hash = dense_->Finish();
+    if (!hash.ok()) return hash.status();
+    return WriteDenseHash(*hash);
   }
 
   // Runs while no batch is in flight (CheckpointGate): makes every push
@@ -233,7 +265,7 @@ class Trainer {
     std::filesystem::create_directories(root, ec);
     const std::string path =
         absl::StrCat(root, "/dense-step", gate_.steps(), ".bin");
-    absl::Status s = SaveDenseModel(path, *ctr_, dense_->State());
+    absl::Status s = SaveDenseModel(path, *model_, dense_->State());
     if (!s.ok()) return s;
     return path;
   }
@@ -256,39 +288,9 @@ class Trainer {
     }
   }
 
-  absl::Status TrainBatch(Scratch* s) {
-    s->Dedup();
-    const size_t floats = s->keys.size() * model_.row_dim();
-    s->rows.resize(floats);
-    if (absl::Status st = ps_->Pull(s->keys, true, s->rows.data()); !st.ok()) {
-      return st;
-    }
-    s->grads.assign(floats, 0.0f);
-    s->probs.resize(s->batch.size());
-    const double loss = model_.Step(s->batch, s->row_of_sign, 0, s->rows.data(),
-                                    s->grads.data(), s->probs.data());
-    s->CountShowsAndClicks();
-    absl::Status st = ps_->PushAsync(s->keys, s->grads, s->shows, s->clicks);
-    Account(*s, loss);
-    return st;
-  }
-
-  void Account(const Scratch& s, double loss) {
-    absl::MutexLock lock(&mu_);
-    examples_ += s.batch.size();
-    loss_sum_ += loss;
-    for (size_t e = 0; e < s.batch.size(); ++e) {
-      auc_.Add(s.probs[e], s.batch.labels[e]);
-    }
-  }
-
-  // Deep models, hybrid mode (trainer/hybrid_dense.h): one step loop per
-  // rank, in lockstep with the other ranks through the dense allreduce.
-  absl::Status TrainDeep() {
-    absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
-    if (!o.ok()) return o.status();
-    ctr_ = std::make_unique<CtrModel>(o->model);
-    if (config_.model().mode() == ModelConfig::ASYNC) return TrainAsync();
+  // HYBRID and SYNC: joins the ranks' collective group (rank 0's weights,
+  // or the checkpoint's, on every rank).
+  absl::Status StartLockstep(const DenseOptimizerOptions& optimizer) {
     if (absl::Status g = PlaceDenseTower(); !g.ok()) return g;
     HybridDenseOptions h;
     h.coordinator_address = coordinator_.address();
@@ -301,29 +303,25 @@ class Trainer {
     if (const char* r = std::getenv("SAMPAN_DENSE_TEST_SKEW_RANK")) {
       h.skew_rank = std::atoi(r);
     }
-    h.optimizer = o->dense;
+    h.optimizer = optimizer;
     h.generation = generation_;
     // The rendezvous goes through the coordinator: same TLS and token.
     h.credentials = credentials_;
     DenseModelState initial;
     if (!dense_path_.empty()) {
       absl::StatusOr<DenseModelState> loaded =
-          LoadDenseModel(dense_path_, *ctr_);
+          LoadDenseModel(dense_path_, *model_);
       if (!loaded.ok()) return loaded.status();
       initial = std::move(*loaded);
       h.initial = &initial;
     }
     absl::StatusOr<std::unique_ptr<HybridDense>> d =
-        HybridDense::Create(*ctr_, h);
+        HybridDense::Create(*model_, h);
     if (!d.ok()) return d.status();
     dense_ = std::move(*d);
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": hybrid " << ctr_->dense_size()
-                     << " dense weights";
-    absl::Status status = DeepLoop();
-    if (!status.ok()) return status;
-    absl::StatusOr<uint64_t> hash = dense_->Finish();
-    if (!hash.ok()) return hash.status();
-    return WriteDenseHash(*hash);
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": hybrid "
+                     << model_->dense_size() << " dense weights";
+    return absl::OkStatus();
   }
 
   // model.dense_device: the MLP on the GPU (gpu_) or the CPU.
@@ -331,7 +329,7 @@ class Trainer {
     const DenseDevice device = config_.model().dense_device();
     if (device == CPU) return absl::OkStatus();
     absl::StatusOr<std::unique_ptr<GpuMlp>> g =
-        GpuMlp::Create(ctr_->mlp(), ctr_->dense_size(), GpuMlpOptions());
+        GpuMlp::Create(model_->mlp(), model_->dense_size(), GpuMlpOptions());
     if (!g.ok()) {
       if (device == GPU) return g.status();
       SAMPAN_LOG(INFO) << "trainer " << rank_
@@ -343,141 +341,9 @@ class Trainer {
     return absl::OkStatus();
   }
 
-  absl::Status DeepLoop() {
-    Scratch s;
-    CtrModel::Workspace ws;
-    ws.gpu = gpu_.get();  // evaluation stays on the CPU
-    absl::Status read_status, step_status;
-    while (true) {
-      // Every rank has the same step count here (lockstep), so the gate
-      // pauses them all at the same step for a checkpoint.
-      step_status = gate_.Enter();
-      bool trained =
-          step_status.ok() && !Failed() && input_.Next(&s.batch, &read_status);
-      if (trained) gate_.Took();
-      double loss = 0;
-      if (trained) {
-        s.Dedup();
-        const size_t floats = s.keys.size() * model_.row_dim();
-        s.rows.resize(floats);
-        step_status = ps_->Pull(s.keys, true, s.rows.data());
-        trained = step_status.ok();
-      }
-      dense_->BeginStep(trained, s.batch.size());
-      if (trained) {
-        s.grads.assign(s.rows.size(), 0.0f);
-        s.probs.resize(s.batch.size());
-        // Each layer's allreduce starts as backward finishes it, except in
-        // SYNC, whose barrier is that no bucket is reduced before the flush.
-        loss = ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(),
-                          dense_->weights(), s.grads.data(), dense_->grads(),
-                          s.probs.data(), &ws,
-                          sync_ ? nullptr : dense_->grad_ready());
-        s.CountShowsAndClicks();
-        step_status = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
-        // SYNC: this step's rows are applied before the allreduce below
-        // lets any rank pull for the next one.
-        if (sync_ && step_status.ok()) step_status = ps_->Flush();
-        Account(s, loss);
-      }
-      // Even a rank that failed takes part in this step, so that the others
-      // see it out of data and stop at once rather than time out.
-      absl::StatusOr<bool> all = dense_->Step();
-      gate_.Leave();
-      if (!step_status.ok()) return step_status;
-      if (!all.ok()) return all.status();
-      if (!*all) break;
-    }
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << dense_->steps()
-                     << " synchronous dense steps ("
-                     << (sync_ ? "SYNC" : "HYBRID") << ")";
-    if (!read_status.ok()) return read_status;
-    absl::MutexLock lock(&mu_);
-    return error_;  // e.g. the heartbeat's
-  }
-
-  // model.mode ASYNC: threads_per_trainer Hogwild workers; the dense rows
-  // ride with every batch's pull and push (trainer/async_dense.h).
-  absl::Status TrainAsync() {
-    async_ = std::make_unique<AsyncDense>(*ctr_, model_.row_dim());
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
-                     << " dense weights in " << async_->keys().size()
-                     << " pserver rows of table " << kDenseTableId
-                     << ", updated there by model.dense_optimizer";
-    std::vector<std::thread> workers;
-    for (uint32_t t = 0; t < config_.cluster().threads_per_trainer(); ++t) {
-      workers.emplace_back([this] { Fail(AsyncLoop()); });
-    }
-    for (std::thread& w : workers) w.join();
-    absl::MutexLock lock(&mu_);
-    return error_;
-  }
-
-  // Each batch passes the checkpoint gate, as in WorkerLoop.
-  absl::Status AsyncLoop() {
-    AsyncScratch a(async_->size());
-    absl::Status read_status;
-    while (!Failed()) {
-      absl::Status st = gate_.Enter();
-      const bool got = st.ok() && input_.Next(&a.s.batch, &read_status);
-      if (got) {
-        gate_.Took();
-        st = AsyncBatch(&a);
-      }
-      gate_.Leave();
-      if (!st.ok()) return st;
-      if (!got) break;
-    }
-    return read_status;
-  }
-
-  struct AsyncScratch {
-    explicit AsyncScratch(size_t dense) : weights(dense) {}
-    Scratch s;
-    CtrModel::Workspace ws;
-    std::vector<float> weights, dense_grads;
-    // Table kDenseTableId's rows: pulled, then reused for their gradients.
-    std::vector<float> dense_rows, dense_counts, dense_clicks;
-  };
-
-  absl::Status AsyncBatch(AsyncScratch* a) {
-    Scratch& s = a->s;
-    std::vector<float>& weights = a->weights;
-    std::vector<float>& dense_grads = a->dense_grads;
-    const int rd = model_.row_dim();
-    s.Dedup();
-    s.rows.resize(s.keys.size() * rd);
-    absl::Status st = ps_->Pull(s.keys, true, s.rows.data());
-    if (!st.ok()) return st;
-    const std::vector<uint64_t>& dense_keys = async_->keys();
-    a->dense_rows.resize(dense_keys.size() * rd);
-    st = ps_dense_->Pull(dense_keys, true, a->dense_rows.data());
-    if (!st.ok()) return st;
-    async_->Weights(a->dense_rows.data(), weights.data());
-    s.grads.assign(s.rows.size(), 0.0f);
-    dense_grads.assign(weights.size(), 0.0f);
-    s.probs.resize(s.batch.size());
-    const double loss =
-        ctr_->Step(s.batch, s.row_of_sign, 0, s.rows.data(), weights.data(),
-                   s.grads.data(), dense_grads.data(), s.probs.data(), &a->ws);
-    s.CountShowsAndClicks();
-    st = ps_->PushAsync(s.keys, s.grads, s.shows, s.clicks);
-    if (st.ok()) {
-      // The per-example mean, as SYNC and HYBRID apply (async_dense.h).
-      async_->GradRows(dense_grads.data(), 1.0f / s.batch.size(),
-                       a->dense_rows.data());
-      a->dense_counts.assign(dense_keys.size(), float(s.batch.size()));
-      a->dense_clicks.assign(dense_keys.size(), 0.0f);
-      st = ps_dense_->PushAsync(dense_keys, a->dense_rows, a->dense_counts,
-                                a->dense_clicks);
-    }
-    Account(s, loss);
-    return st;
-  }
-
   // ASYNC, after the "trained" barrier: the weights the pservers ended with.
   absl::Status PullFinalDense() {
-    std::vector<float> rows(async_->keys().size() * model_.row_dim());
+    std::vector<float> rows(async_->keys().size() * model_->row_dim());
     absl::Status s = ps_dense_->Pull(async_->keys(), false, rows.data());
     if (!s.ok()) return s;
     final_dense_.resize(async_->size());
@@ -485,8 +351,10 @@ class Trainer {
     return absl::OkStatus();
   }
 
-  const float* DenseWeights() const {
-    return async_ != nullptr ? final_dense_.data() : dense_->weights();
+  // The trained dense weights: null without any.
+  const float* DenseWeightsAtEnd() const {
+    if (async_ != nullptr) return final_dense_.data();
+    return dense_ != nullptr ? dense_->weights() : nullptr;
   }
 
   absl::Status WriteDenseHash(uint64_t hash) {
@@ -506,7 +374,7 @@ class Trainer {
   absl::Status Export() {
     const int trainers = config_.cluster().num_trainers();
     absl::Status s =
-        ExportTrainerPart(config_, rank_, model_.row_dim(),
+        ExportTrainerPart(config_, rank_, model_->row_dim(),
                           [this](absl::Span<const uint64_t> keys, float* out) {
                             return ps_->Pull(keys, false, out);
                           });
@@ -522,75 +390,41 @@ class Trainer {
 
   absl::Status SaveDense() {
     const std::string path = DenseModelPath(ModelDir(config_));
+    DenseModelState state;
     if (async_ != nullptr) {
       // The optimizer's state lives in the pservers' rows.
-      DenseModelState state;
       state.weights = final_dense_;
-      return SaveDenseModel(path, *ctr_, state);
+    } else if (dense_ != nullptr) {
+      state = dense_->State();
     }
-    if (deep_) return SaveDenseModel(path, *ctr_, dense_->State());
-    absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
-    if (!o.ok()) return o.status();
-    return SaveDenseModel(path, CtrModel(o->model), DenseModelState());
+    return SaveDenseModel(path, *model_, state);
   }
 
+  // Rank 0 scores the test files with the trained model, pulling rows
+  // without creating them, as `sampan eval` scores its export.
   absl::Status Evaluate() {
-    // LR and FM train with FmModel but score here with CtrModel, as `sampan
-    // eval` scores their export (trainer/eval_job.cc): the two sum in
-    // different orders, and one model must get one AUC from both.
-    std::unique_ptr<CtrModel> lr_fm;
-    if (!deep_) {
-      absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
-      if (!o.ok()) return o.status();
-      lr_fm = std::make_unique<CtrModel>(o->model);
-    }
-    const CtrModel& scorer = deep_ ? *ctr_ : *lr_fm;
-    const float* dense = deep_ ? DenseWeights() : nullptr;
     std::vector<float> probs, labels;
-    Scratch s;
-    CtrModel::Workspace ws;
+    Worker w;
     for (const std::string& path : config_.data().test_files()) {
       CriteoReaderOptions options;
       options.empty_field_signs = config_.data().empty_field_signs();
       auto reader = CriteoReader::Open(path, options);
       if (!reader.ok()) return reader.status();
-      while ((*reader)->NextBatch(config_.data().batch_size(), &s.batch)) {
-        s.Dedup();
-        s.rows.resize(s.keys.size() * model_.row_dim());
-        absl::Status st = ps_->Pull(s.keys, false, s.rows.data());
+      while ((*reader)->NextBatch(config_.data().batch_size(), &w.batch)) {
+        absl::Status st =
+            Predict(*model_, rows_.get(), DenseWeightsAtEnd(), &w);
         if (!st.ok()) return st;
-        s.probs.resize(s.batch.size());
-        scorer.Step(s.batch, s.row_of_sign, 0, s.rows.data(), dense, nullptr,
-                    nullptr, s.probs.data(), &ws);
-        probs.insert(probs.end(), s.probs.begin(), s.probs.end());
-        labels.insert(labels.end(), s.batch.labels.begin(),
-                      s.batch.labels.end());
+        probs.insert(probs.end(), w.probs.begin(), w.probs.end());
+        labels.insert(labels.end(), w.batch.labels.begin(),
+                      w.batch.labels.end());
       }
       // A truncated test file must not score as a smaller one.
       if (!(*reader)->read_status().ok()) return (*reader)->read_status();
     }
-    return WriteResult(probs, labels);
-  }
-
-  absl::Status WriteResult(const std::vector<float>& probs,
-                           const std::vector<float>& labels) {
-    const double auc = ExactAuc(probs, labels);
-    const double logloss = LogLoss(probs, labels);
-    double predicted = 0, clicks = 0;
-    for (size_t i = 0; i < probs.size(); ++i) {
-      predicted += probs[i];
-      clicks += labels[i];
-    }
-    const std::string path = ResultPath(config_);
-    std::ofstream out(path);
-    out << absl::StrFormat(
-        "test_auc=%.6f\ntest_logloss=%.6f\ntest_rows=%d\ntest_copc=%.4f\n", auc,
-        logloss, probs.size(), predicted > 0 ? clicks / predicted : 0.0);
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    const EvalMetrics m = sampan::Evaluate(probs, labels);
     SAMPAN_LOG(INFO) << absl::StrFormat("test AUC %.4f logloss %.4f on %d rows",
-                                        auc, logloss, probs.size());
-    return absl::OkStatus();
+                                        m.auc, m.logloss, m.rows);
+    return WriteResultFile(ResultPath(config_), m);
   }
 
   void HeartbeatLoop() {
@@ -638,11 +472,7 @@ class Trainer {
     if (status.ok()) return;
     absl::MutexLock lock(&mu_);
     if (error_.ok()) error_ = status;
-  }
-
-  bool Failed() {
-    absl::MutexLock lock(&mu_);
-    return !error_.ok();
+    failed_.store(true);
   }
 
   const JobConfig& config_;
@@ -652,23 +482,25 @@ class Trainer {
   const int rank_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   CoordinatorClient coordinator_;
-  const FmModel model_;
   InputQueue input_;
-  // Deep models: the model and its dense weights, owned by the step loop
-  // (TrainDeep) and read by Evaluate only after it ended.
-  const bool deep_;
-  std::unique_ptr<CtrModel> ctr_;
+  QueueSource source_;
+  // The model and its dense weights: HYBRID/SYNC in dense_ (owned by the
+  // step loop, read by Export and Evaluate after it ended), ASYNC in the
+  // pservers' rows (async_, final_dense_ pulled by rank 0 at the end).
+  std::unique_ptr<CtrModel> model_;
   std::unique_ptr<HybridDense> dense_;
   std::unique_ptr<GpuMlp> gpu_;  // the MLP's device, when on the GPU
   const bool sync_;
-  std::unique_ptr<AsyncDense> async_;  // ASYNC only
-  std::vector<float> final_dense_;     // ASYNC, rank 0, after training
+  std::unique_ptr<AsyncDense> async_;
+  std::vector<float> final_dense_;
   std::unique_ptr<PsClient> ps_;
-  std::unique_ptr<PsClient> ps_dense_;  // table kDenseTableId, ASYNC only
+  std::unique_ptr<PsClient> ps_dense_;  // table kDenseTableId
+  std::unique_ptr<SparseStore> rows_;   // over ps_
   const bool checkpoints_;  // checkpoint.every_steps or every_seconds set
   CheckpointGate gate_;
   absl::Notification stop_;
   std::atomic<bool> finished_{false};
+  std::atomic<bool> failed_{false};  // error_ is set: the loop stops
 
   absl::Mutex mu_;  // guards the progress counters and the first error
   uint64_t examples_ ABSL_GUARDED_BY(mu_) = 0;

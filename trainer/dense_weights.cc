@@ -1,0 +1,177 @@
+#include "trainer/dense_weights.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace sampan {
+namespace {
+
+class Local : public DenseWeights {
+ public:
+  explicit Local(DenseParams* params) : params_(params) {}
+
+  class LocalStep : public Step {
+   public:
+    explicit LocalStep(DenseParams* p)
+        : params_(p), weights_(p->size()), grads_(p->size()) {}
+    absl::Status Begin(int batches, size_t examples) override {
+      batches_ = batches;
+      examples_ = examples;
+      params_->Snapshot(weights_.data());
+      std::fill(grads_.begin(), grads_.end(), 0.0f);
+      return absl::OkStatus();
+    }
+    const float* weights() override { return weights_.data(); }
+    float* grads(int) override { return grads_.data(); }
+    absl::StatusOr<bool> End() override {
+      if (batches_ == 0) return false;
+      absl::Status s = params_->Apply(grads_.data(), 1.0f / examples_);
+      if (!s.ok()) return s;
+      return true;
+    }
+
+   private:
+    DenseParams* const params_;
+    std::vector<float> weights_, grads_;
+    int batches_ = 0;
+    size_t examples_ = 0;
+  };
+
+  size_t size() const override { return params_->size(); }
+  std::unique_ptr<Step> NewStep(int) override {
+    return std::make_unique<LocalStep>(params_);
+  }
+
+ private:
+  DenseParams* const params_;
+};
+
+class Pserver : public DenseWeights {
+ public:
+  Pserver(const AsyncDense* layout, PsClient* client, int row_dim)
+      : layout_(layout), client_(client), row_dim_(row_dim) {}
+
+  class PserverStep : public Step {
+   public:
+    explicit PserverStep(const Pserver& d)
+        : d_(d),
+          weights_(d.layout_->size()),
+          grads_(d.layout_->size()),
+          rows_(d.layout_->keys().size() * d.row_dim_) {}
+    absl::Status Begin(int batches, size_t examples) override {
+      batches_ = batches;
+      examples_ = examples;
+      if (batches == 0) return absl::OkStatus();
+      absl::Status s = d_.client_->Pull(d_.layout_->keys(), true, rows_.data());
+      if (!s.ok()) return s;
+      d_.layout_->Weights(rows_.data(), weights_.data());
+      std::fill(grads_.begin(), grads_.end(), 0.0f);
+      return absl::OkStatus();
+    }
+    const float* weights() override { return weights_.data(); }
+    float* grads(int) override { return grads_.data(); }
+    absl::StatusOr<bool> End() override {
+      if (batches_ == 0) return false;
+      // The per-example mean, as SYNC and HYBRID apply (async_dense.h).
+      d_.layout_->GradRows(grads_.data(), 1.0f / examples_, rows_.data());
+      const size_t keys = d_.layout_->keys().size();
+      counts_.assign(keys, float(examples_));
+      clicks_.assign(keys, 0.0f);
+      absl::Status s =
+          d_.client_->PushAsync(d_.layout_->keys(), rows_, counts_, clicks_);
+      if (!s.ok()) return s;
+      return true;
+    }
+
+   private:
+    const Pserver& d_;
+    std::vector<float> weights_, grads_;
+    // The table's rows: pulled, then reused for their gradients.
+    std::vector<float> rows_, counts_, clicks_;
+    int batches_ = 0;
+    size_t examples_ = 0;
+  };
+
+  size_t size() const override { return layout_->size(); }
+  std::unique_ptr<Step> NewStep(int) override {
+    return std::make_unique<PserverStep>(*this);
+  }
+
+ private:
+  const AsyncDense* const layout_;
+  PsClient* const client_;
+  const int row_dim_;
+};
+
+class Lockstep : public DenseWeights {
+ public:
+  Lockstep(HybridDense* dense, bool overlap)
+      : dense_(dense), overlap_(overlap) {}
+
+  class LockstepStep : public Step {
+   public:
+    LockstepStep(HybridDense* dense, int group, size_t n, bool overlap)
+        : dense_(dense),
+          extra_(group - 1, std::vector<float>(n)),
+          overlap_(overlap && group == 1) {}
+    absl::Status Begin(int batches, size_t examples) override {
+      batches_ = batches;
+      dense_->BeginStep(batches > 0, examples);
+      for (int i = 1; i < batches; ++i) {
+        std::fill(extra_[i - 1].begin(), extra_[i - 1].end(), 0.0f);
+      }
+      return absl::OkStatus();
+    }
+    const float* weights() override { return dense_->weights(); }
+    float* grads(int worker) override {
+      return worker == 0 ? dense_->grads() : extra_[worker - 1].data();
+    }
+    const CtrModel::GradReadyFn* grad_ready() override {
+      return overlap_ ? &dense_->grad_ready() : nullptr;
+    }
+    absl::StatusOr<bool> End() override {
+      float* sum = dense_->grads();
+      for (int i = 1; i < batches_; ++i) {
+        const std::vector<float>& g = extra_[i - 1];
+        for (size_t k = 0; k < g.size(); ++k) sum[k] += g[k];
+      }
+      return dense_->Step();
+    }
+
+   private:
+    HybridDense* const dense_;
+    std::vector<std::vector<float>> extra_;  // workers 1.. of the group
+    const bool overlap_;
+    int batches_ = 0;
+  };
+
+  size_t size() const override { return dense_->size(); }
+  bool lockstep() const override { return true; }
+  std::unique_ptr<Step> NewStep(int group) override {
+    return std::make_unique<LockstepStep>(dense_, group, dense_->size(),
+                                          overlap_);
+  }
+
+ private:
+  HybridDense* const dense_;
+  const bool overlap_;
+};
+
+}  // namespace
+
+std::unique_ptr<DenseWeights> LocalDenseWeights(DenseParams* params) {
+  return std::make_unique<Local>(params);
+}
+
+std::unique_ptr<DenseWeights> PserverDenseWeights(const AsyncDense* layout,
+                                                  PsClient* client,
+                                                  int row_dim) {
+  return std::make_unique<Pserver>(layout, client, row_dim);
+}
+
+std::unique_ptr<DenseWeights> LockstepDenseWeights(HybridDense* dense,
+                                                   bool overlap) {
+  return std::make_unique<Lockstep>(dense, overlap);
+}
+
+}  // namespace sampan

@@ -1,0 +1,287 @@
+#include "trainer/step_loop.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "trainer/client/ps_client.h"
+
+namespace sampan {
+namespace {
+
+class TableStore : public SparseStore {
+ public:
+  explicit TableStore(SparseTable* table) : table_(table) {}
+  absl::Status Pull(absl::Span<const uint64_t> keys, bool training, float* rows,
+                    PullPositions* positions) override {
+    if (positions == nullptr) return table_->Pull(keys, training, rows);
+    return table_->Pull(keys, training, rows, positions);
+  }
+  absl::Status Push(const PushBatch& push) override {
+    return table_->Push(push).status();
+  }
+  absl::Status Flush() override { return absl::OkStatus(); }
+
+ private:
+  SparseTable* const table_;
+};
+
+class FleetStore : public SparseStore {
+ public:
+  FleetStore(PsClient* client, int row_dim)
+      : client_(client), row_dim_(row_dim) {}
+  absl::Status Pull(absl::Span<const uint64_t> keys, bool training, float* rows,
+                    PullPositions*) override {
+    return client_->Pull(keys, training, rows);
+  }
+  absl::Status Push(const PushBatch& push) override {
+    const size_t n = push.keys.size();
+    return client_->PushAsync(push.keys,
+                              absl::MakeConstSpan(push.grads, n * row_dim_),
+                              absl::MakeConstSpan(push.shows, n),
+                              absl::MakeConstSpan(push.clicks, n));
+  }
+  absl::Status Flush() override { return client_->Flush(); }
+
+ private:
+  PsClient* const client_;
+  const int row_dim_;
+};
+
+class NoDense : public DenseWeights {
+ public:
+  class NoStep : public Step {
+   public:
+    absl::Status Begin(int batches, size_t) override {
+      batches_ = batches;
+      return absl::OkStatus();
+    }
+    const float* weights() override { return nullptr; }
+    float* grads(int) override { return nullptr; }
+    absl::StatusOr<bool> End() override { return batches_ > 0; }
+
+   private:
+    int batches_ = 0;
+  };
+  size_t size() const override { return 0; }
+  std::unique_ptr<Step> NewStep(int) override {
+    return std::make_unique<NoStep>();
+  }
+};
+
+// Runs fn(0..n) with fn(0) on the caller and the rest on helper threads,
+// returning when every call returned. One caller at a time.
+class Crew {
+ public:
+  explicit Crew(int helpers) {
+    for (int k = 1; k <= helpers; ++k) {
+      threads_.emplace_back([this, k] { Serve(k); });
+    }
+  }
+  ~Crew() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      exit_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void Run(int n, const std::function<void(int)>& fn) {
+    if (n <= 0) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      n_ = n;
+      pending_ = n - 1;
+      ++generation_;
+    }
+    if (n > 1) start_.notify_all();
+    fn(0);
+    std::unique_lock<std::mutex> lock(mu_);
+    // Each call is bounded by its own RPC deadlines, so this wait is too.
+    done_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  void Serve(int k) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      start_.wait(lock, [&] { return exit_ || generation_ != seen; });
+      if (exit_) return;
+      seen = generation_;
+      if (k >= n_) continue;
+      const std::function<void(int)>* fn = fn_;
+      lock.unlock();
+      (*fn)(k);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex mu_;  // guards everything below but threads_
+  std::condition_variable start_, done_;
+  const std::function<void(int)>* fn_ = nullptr;
+  int n_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool exit_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// One loop: its workers (a crew of `group` in lockstep, else one) and its
+// view of the dense weights.
+class Loop {
+ public:
+  Loop(const StepLoopOptions& o, int group, std::atomic<bool>* failed)
+      : o_(o),
+        group_(group),
+        failed_(failed),
+        workers_(group),
+        step_(o.dense->NewStep(group)) {
+    if (o.dense->lockstep()) workers_[0].ws.gpu = o.gpu;
+  }
+
+  absl::Status Run(uint64_t* steps) {
+    Crew crew(group_ - 1);
+    std::vector<absl::Status> results(group_);
+    const std::function<void(int)> train = [&](int i) {
+      results[i] = Train(i);
+    };
+    absl::Status read_status;
+    const bool lockstep = o_.dense->lockstep();
+    while (true) {
+      absl::Status st = o_.gate != nullptr ? o_.gate->Enter() : absl::Status();
+      int n = 0;
+      size_t examples = 0;
+      while (st.ok() && n < group_ && !Stopped() &&
+             o_.source->Next(&workers_[n].batch, &read_status)) {
+        examples += workers_[n].batch.size();
+        ++n;
+      }
+      if (n > 0 && o_.gate != nullptr) o_.gate->Took();
+      bool more = n > 0;
+      if (st.ok() && (n > 0 || lockstep)) {
+        st = step_->Begin(n, examples);
+        if (st.ok()) {
+          crew.Run(n, train);
+          for (int i = 0; i < n && st.ok(); ++i) st = results[i];
+          if (st.ok() && o_.flush_each_step && n > 0) st = o_.rows->Flush();
+          // A rank whose batch failed still ends the step, so that in
+          // lockstep the others see it out of data and stop at once
+          // rather than time out.
+          absl::StatusOr<bool> end = step_->End();
+          if (!end.ok()) {
+            if (st.ok()) st = end.status();
+          } else {
+            more = *end;
+            if (*end && lockstep) ++*steps;
+          }
+        }
+      }
+      if (o_.gate != nullptr) o_.gate->Leave();
+      if (!st.ok()) {
+        failed_->store(true);
+        return st;
+      }
+      if (!more) break;
+    }
+    return read_status;
+  }
+
+ private:
+  bool Stopped() const {
+    return failed_->load() || (o_.stop != nullptr && o_.stop->load());
+  }
+
+  absl::Status Train(int i) {
+    Worker& w = workers_[i];
+    w.DedupAndCount(w.batch);
+    const size_t floats = w.keys.size() * o_.model->row_dim();
+    w.rows.resize(floats);
+    absl::Status s = o_.rows->Pull(w.keys, true, w.rows.data(), &w.positions);
+    if (!s.ok()) return s;
+    w.grads.assign(floats, 0.0f);
+    w.probs.resize(w.batch.size());
+    const CtrModel::GradReadyFn* hook = i == 0 ? step_->grad_ready() : nullptr;
+    const double loss = o_.model->Step(
+        w.batch, w.row_of_sign, 0, w.rows.data(), step_->weights(),
+        w.grads.data(), step_->grads(i), w.probs.data(), &w.ws,
+        hook != nullptr ? *hook : CtrModel::GradReadyFn());
+    PushBatch push;
+    push.keys = w.keys;
+    push.grads = w.grads.data();
+    push.shows = w.shows.data();
+    push.clicks = w.clicks.data();
+    push.positions = &w.positions;
+    if (s = o_.rows->Push(push); !s.ok()) return s;
+    return o_.observer != nullptr ? o_.observer->Trained(w, loss)
+                                  : absl::OkStatus();
+  }
+
+  const StepLoopOptions& o_;
+  const int group_;
+  std::atomic<bool>* const failed_;
+  std::vector<Worker> workers_;
+  const std::unique_ptr<DenseWeights::Step> step_;
+};
+
+}  // namespace
+
+std::unique_ptr<SparseStore> TableRows(SparseTable* table) {
+  return std::make_unique<TableStore>(table);
+}
+
+std::unique_ptr<SparseStore> FleetRows(PsClient* client, int row_dim) {
+  return std::make_unique<FleetStore>(client, row_dim);
+}
+
+std::unique_ptr<DenseWeights> NoDenseWeights() {
+  return std::make_unique<NoDense>();
+}
+
+absl::Status RunStepLoop(const StepLoopOptions& options, uint64_t* steps) {
+  const int threads = std::max(1, options.threads);
+  const bool lockstep = options.dense->lockstep();
+  std::atomic<bool> failed{false};
+  uint64_t applied = 0;
+  if (lockstep) {
+    Loop loop(options, threads, &failed);
+    absl::Status s = loop.Run(&applied);
+    if (steps != nullptr) *steps = applied;
+    return s;
+  }
+  std::vector<absl::Status> results(threads);
+  std::vector<std::thread> loops;
+  for (int t = 0; t < threads; ++t) {
+    loops.emplace_back([&, t] {
+      Loop loop(options, 1, &failed);
+      uint64_t unused = 0;
+      results[t] = loop.Run(&unused);
+    });
+  }
+  for (std::thread& t : loops) t.join();
+  if (steps != nullptr) *steps = 0;
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Predict(const CtrModel& model, SparseStore* rows,
+                     const float* dense, Worker* w) {
+  w->Dedup(w->batch);
+  w->rows.resize(w->keys.size() * model.row_dim());
+  absl::Status s = rows->Pull(w->keys, false, w->rows.data(), nullptr);
+  if (!s.ok()) return s;
+  w->probs.resize(w->batch.size());
+  model.Step(w->batch, w->row_of_sign, 0, w->rows.data(), dense, nullptr,
+             nullptr, w->probs.data(), &w->ws);
+  return absl::OkStatus();
+}
+
+}  // namespace sampan

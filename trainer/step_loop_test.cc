@@ -1,0 +1,280 @@
+#include "trainer/step_loop.h"
+
+#include <mutex>
+#include <random>
+#include <string>
+
+#include "common/hash.h"
+#include "gtest/gtest.h"
+#include "trainer/dense_weights.h"
+
+namespace sampan {
+namespace {
+
+// `batches` batches of `rows` examples over two fields of 50 values, the
+// click planted on field 1; each example carries one dense input.
+class VectorSource : public BatchSource {
+ public:
+  VectorSource(int batches, int rows, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (int b = 0; b < batches; ++b) {
+      Batch batch;
+      batch.Clear();
+      batch.dense_dim = 1;
+      for (int i = 0; i < rows; ++i) {
+        const int a = rng() % 50, c = rng() % 50;
+        batch.labels.push_back((rng() % 100) < (a < 25 ? 80 : 20) ? 1 : 0);
+        batch.signs.push_back(FeatureSign(1, std::to_string(a)));
+        batch.signs.push_back(FeatureSign(2, std::to_string(c)));
+        batch.slots.push_back(1);
+        batch.slots.push_back(2);
+        batch.offsets.push_back(batch.signs.size());
+        batch.dense.push_back(float(a % 3));
+      }
+      batches_.push_back(batch);
+    }
+  }
+  bool Next(Batch* batch, absl::Status*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_ == batches_.size()) return false;
+    *batch = batches_[next_++];
+    return true;
+  }
+  size_t taken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return next_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Batch> batches_;
+  size_t next_ = 0;
+};
+
+class Counter : public StepObserver {
+ public:
+  absl::Status Trained(const Worker& w, double loss) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++batches;
+    examples += w.batch.size();
+    losses.push_back(loss / w.batch.size());
+    return batches == fail_at ? absl::InternalError("observer failed")
+                              : absl::OkStatus();
+  }
+  std::mutex mu_;
+  int batches = 0, fail_at = -1;
+  size_t examples = 0;
+  std::vector<double> losses;
+};
+
+// A lockstep DenseWeights that records what the loop asked of it and
+// applies plain SGD to weights it keeps.
+class RecordingLockstep : public DenseWeights {
+ public:
+  explicit RecordingLockstep(size_t n) : weights_(n, 0.0f) {}
+  class RecStep : public Step {
+   public:
+    RecStep(RecordingLockstep* d, int group)
+        : d_(d), grads_(group, std::vector<float>(d->weights_.size())) {}
+    absl::Status Begin(int batches, size_t examples) override {
+      d_->begins.push_back({batches, examples});
+      batches_ = batches;
+      examples_ = examples;
+      for (auto& g : grads_) std::fill(g.begin(), g.end(), 0.0f);
+      return absl::OkStatus();
+    }
+    const float* weights() override { return d_->weights_.data(); }
+    float* grads(int i) override { return grads_[i].data(); }
+    absl::StatusOr<bool> End() override {
+      if (batches_ == 0) return false;
+      std::vector<float> sum(d_->weights_.size());
+      for (int i = 0; i < batches_; ++i) {
+        for (size_t k = 0; k < sum.size(); ++k) sum[k] += grads_[i][k];
+      }
+      for (size_t k = 0; k < sum.size(); ++k) {
+        d_->weights_[k] -= d_->lr * sum[k] / examples_;
+      }
+      d_->sums.push_back(sum);
+      return true;
+    }
+
+   private:
+    RecordingLockstep* d_;
+    std::vector<std::vector<float>> grads_;
+    int batches_ = 0;
+    size_t examples_ = 0;
+  };
+  size_t size() const override { return weights_.size(); }
+  bool lockstep() const override { return true; }
+  std::unique_ptr<Step> NewStep(int group) override {
+    return std::make_unique<RecStep>(this, group);
+  }
+  float lr = 0.1f;
+  std::vector<std::pair<int, size_t>> begins;
+  std::vector<std::vector<float>> sums;  // per step, over its workers
+  std::vector<float> weights_;
+};
+
+CtrModelOptions Fm(bool dense_input) {
+  CtrModelOptions m;
+  m.kind = CtrKind::kFm;
+  m.fields = 2;
+  m.embedding_dim = 4;
+  m.dense_inputs = dense_input ? 1 : 0;
+  return m;
+}
+
+std::unique_ptr<SparseTable> Table(const CtrModel& model) {
+  TableOptions t;
+  t.embedding_dim = model.row_dim() - 1;
+  t.num_shards = 4;
+  t.learning_rate = 0.1f;
+  return NewMemoryTable(t);
+}
+
+StepLoopOptions Options(const CtrModel& model, BatchSource* source,
+                        SparseStore* rows, DenseWeights* dense, int threads,
+                        StepObserver* observer = nullptr) {
+  StepLoopOptions o;
+  o.model = &model;
+  o.source = source;
+  o.rows = rows;
+  o.dense = dense;
+  o.observer = observer;
+  o.threads = threads;
+  return o;
+}
+
+TEST(StepLoopTest, HogwildTrainsEveryBatchOnceAndLearns) {
+  const CtrModel model(Fm(false));
+  auto table = Table(model);
+  auto rows = TableRows(table.get());
+  auto dense = NoDenseWeights();
+  VectorSource source(400, 64, 1);
+  Counter counter;
+  StepLoopOptions o =
+      Options(model, &source, rows.get(), dense.get(), 3, &counter);
+  uint64_t steps = 7;
+  ASSERT_TRUE(RunStepLoop(o, &steps).ok());
+  EXPECT_EQ(counter.batches, 400);
+  EXPECT_EQ(counter.examples, 400u * 64);
+  EXPECT_EQ(steps, 0u);  // dense steps: none without lockstep weights
+  // The pushes reached the table: the planted field's rows moved.
+  double first = 0, last = 0;
+  for (int i = 0; i < 50; ++i) first += counter.losses[i] / 50;
+  for (int i = 350; i < 400; ++i) last += counter.losses[i] / 50;
+  EXPECT_LT(last, first - 0.05) << first << " -> " << last;
+  // Predict scores without creating rows: a new key reads as zeros.
+  Worker w;
+  VectorSource eval(1, 16, 2);
+  absl::Status unused;
+  ASSERT_TRUE(eval.Next(&w.batch, &unused));
+  ASSERT_TRUE(Predict(model, rows.get(), nullptr, &w).ok());
+  ASSERT_EQ(w.probs.size(), 16u);
+  const TableStats before = table->Stats();
+  w.batch.signs[0] = FeatureSign(1, "never seen");
+  ASSERT_TRUE(Predict(model, rows.get(), nullptr, &w).ok());
+  EXPECT_EQ(table->Stats().rows, before.rows);
+}
+
+TEST(StepLoopTest, LockstepStepsAreGroupsOfThreadsBatches) {
+  const CtrModel model(Fm(true));
+  ASSERT_EQ(model.dense_size(), 2u);  // its weight and bias
+  auto table = Table(model);
+  auto rows = TableRows(table.get());
+  RecordingLockstep dense(model.dense_size());
+  VectorSource source(7, 32, 3);
+  Counter counter;
+  StepLoopOptions o = Options(model, &source, rows.get(), &dense, 3, &counter);
+  uint64_t steps = 0;
+  ASSERT_TRUE(RunStepLoop(o, &steps).ok());
+  EXPECT_EQ(counter.batches, 7);
+  // 7 batches in groups of 3: 3, 3, 1, then a step out of data that ends it.
+  ASSERT_EQ(dense.begins.size(), 4u);
+  EXPECT_EQ(dense.begins[0], std::make_pair(3, size_t{96}));
+  EXPECT_EQ(dense.begins[1], std::make_pair(3, size_t{96}));
+  EXPECT_EQ(dense.begins[2], std::make_pair(1, size_t{32}));
+  EXPECT_EQ(dense.begins[3], std::make_pair(0, size_t{0}));
+  EXPECT_EQ(steps, 3u);
+  // Every worker's dense gradient was applied: the dense input's weight
+  // (the data's dense input carries signal) moved off zero.
+  EXPECT_NE(dense.weights_[0], 0.0f);
+}
+
+TEST(StepLoopTest, AStepOfTwoWorkersSumsTheirGradients) {
+  // Rows and weights that never move (learning rates 0), so a gradient
+  // depends on its batch only: one step of two workers must carry the sum
+  // of what two one-worker steps computed.
+  const CtrModel model(Fm(true));
+  std::vector<std::vector<float>> sums[2];
+  for (int threads : {1, 2}) {
+    TableOptions t;
+    t.embedding_dim = model.row_dim() - 1;
+    t.num_shards = 4;
+    t.learning_rate = 0.0f;
+    t.init_range = 0.1f;
+    auto table = NewMemoryTable(t);
+    auto rows = TableRows(table.get());
+    RecordingLockstep dense(model.dense_size());
+    dense.weights_[0] = 0.3f;
+    dense.lr = 0;
+    VectorSource source(2, 16, 4);
+    StepLoopOptions o = Options(model, &source, rows.get(), &dense, threads);
+    ASSERT_TRUE(RunStepLoop(o).ok());
+    sums[threads - 1] = dense.sums;
+  }
+  ASSERT_EQ(sums[0].size(), 2u);
+  ASSERT_EQ(sums[1].size(), 1u);
+  ASSERT_NE(sums[0][0][0], 0.0f);
+  EXPECT_FLOAT_EQ(sums[1][0][0], sums[0][0][0] + sums[0][1][0]);
+}
+
+TEST(StepLoopTest, AnErrorStopsEveryThread) {
+  const CtrModel model(Fm(false));
+  auto table = Table(model);
+  auto rows = TableRows(table.get());
+  auto dense = NoDenseWeights();
+  VectorSource source(1000, 16, 5);
+  Counter counter;
+  counter.fail_at = 20;
+  StepLoopOptions o =
+      Options(model, &source, rows.get(), dense.get(), 4, &counter);
+  absl::Status s = RunStepLoop(o);
+  EXPECT_EQ(s.message(), "observer failed");
+  EXPECT_LT(source.taken(), 100u);
+}
+
+TEST(StepLoopTest, StopTakesNoMoreBatches) {
+  const CtrModel model(Fm(false));
+  auto table = Table(model);
+  auto rows = TableRows(table.get());
+  auto dense = NoDenseWeights();
+  VectorSource source(10, 16, 6);
+  std::atomic<bool> stop{true};
+  StepLoopOptions o = Options(model, &source, rows.get(), dense.get(), 2);
+  o.stop = &stop;
+  EXPECT_TRUE(RunStepLoop(o).ok());
+  EXPECT_EQ(source.taken(), 0u);
+}
+
+TEST(StepLoopTest, LocalDenseWeightsApplyTheMeanGradient) {
+  const CtrModel model(Fm(true));
+  std::vector<float> initial(model.dense_size(), 0.0f);
+  DenseOptimizerOptions sgd;
+  sgd.rule = DenseRule::kSgd;
+  sgd.learning_rate = 1.0f;
+  DenseParams params(initial, sgd, nullptr);
+  auto weights = LocalDenseWeights(&params);
+  auto step = weights->NewStep(1);
+  ASSERT_TRUE(step->Begin(1, 4).ok());
+  step->grads(0)[0] = 2.0f;  // summed over 4 examples
+  ASSERT_TRUE(*step->End());
+  std::vector<float> now(1);
+  params.Snapshot(now.data());
+  EXPECT_FLOAT_EQ(now[0], -0.5f);
+  ASSERT_TRUE(step->Begin(0, 0).ok());
+  EXPECT_FALSE(*step->End());
+}
+
+}  // namespace
+}  // namespace sampan
