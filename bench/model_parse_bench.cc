@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     std::string_view rest(*text);
     while (!rest.empty()) {
       const size_t nl = rest.find('\n');
-      d.AddLine(rest.substr(0, nl), sampan::DataFileFormat::kCriteo);
+      d.AddLine(rest.substr(0, nl));  // Criteo: the default
       if (nl == std::string_view::npos) break;
       rest.remove_prefix(nl + 1);
     }

@@ -121,12 +121,13 @@ int Main(int argc, char** argv) {
   }
   const Flags& f = *flags;
   LoadOptions load;
-  load.format = f.Get("format", "criteo") == "avazu" ? DataFileFormat::kAvazu
-                                                     : DataFileFormat::kCriteo;
+  load.parse.format = f.Get("format", "criteo") == "avazu"
+                          ? DataFileFormat::kAvazu
+                          : DataFileFormat::kCriteo;
   const std::string ints = f.Get("int", "buckets");
-  load.int_buckets = ints != "log";
-  load.int_log_dense = ints == "log" || ints == "both";
-  load.empty_field_signs = f.GetBool("empty");
+  load.parse.int_buckets = ints != "log";
+  load.parse.int_log_dense = ints == "log" || ints == "both";
+  load.parse.empty_field_signs = f.GetBool("empty");
   // The test set is the file's last `holdout` lines (or, with --test_first,
   // its first: a second split to check the tail is not unusual).
   const double holdout = Num(f, "holdout", 0.1);
@@ -150,7 +151,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--model: lr fm dnn wide_deep deepfm dcn_v2\n");
     return 2;
   }
-  o.model.fields = FieldsOf(load.format);
+  o.model.fields = FieldsOf(load.parse.format);
   o.model.embedding_dim = Num(f, "dim", 8);
   o.model.hidden.clear();
   for (absl::string_view h :

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "trainer/batch_keys.h"
 #include "trainer/data/dataset.h"
+#include "trainer/data_options.h"
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/model_io.h"

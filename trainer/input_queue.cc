@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/hash.h"
+#include "trainer/data_options.h"
 
 namespace sampan {
 
@@ -123,9 +124,9 @@ std::vector<TrainPart> TrainPartsOf(const JobConfig& config, int rank) {
     if (by_file && f % trainers != rank) continue;
     TrainPart part;
     part.path = config.data().train_files(f);
+    part.options = ReaderOptionsFromJob(config);
     part.options.part = by_file ? 0 : rank;
     part.options.num_parts = by_file ? 1 : trainers;
-    part.options.empty_field_signs = config.data().empty_field_signs();
     parts.push_back(std::move(part));
   }
   return parts;

@@ -1,6 +1,7 @@
 // InputQueue: the training input of one rank, epoch after epoch, one batch
 // at a time: every train file's part `rank` (CriteoReader byte ranges), or
-// with data.split BY_FILE the whole files rank, rank + T, ... (T trainers).
+// with data.split BY_FILE the whole files rank, rank + T, ... (T trainers),
+// in any data.format, with dense inputs when data.integer_features has them.
 // With data.shuffle_buffer_rows = N it reads N rows at a time (a window)
 // and hands them out in an order drawn from the window's file and offset,
 // so a window read again comes out in the same order.
@@ -29,7 +30,8 @@
 namespace sampan {
 
 // One file as one rank reads it: its byte range of the file, or with
-// data.split BY_FILE the whole file.
+// data.split BY_FILE the whole file, parsed as the job says
+// (data_options.h).
 struct TrainPart {
   std::string path;
   CriteoReaderOptions options;

@@ -12,21 +12,6 @@
 namespace sampan {
 namespace {
 
-DataFileFormat FormatOf(DataFormat f) {
-  switch (f) {
-    case CRITEO_TSV_UNLABELED:
-      return DataFileFormat::kCriteoUnlabeled;
-    case AVAZU_CSV:
-      return DataFileFormat::kAvazu;
-    case LIBSVM:
-      return DataFileFormat::kLibsvm;
-    case LIBFFM:
-      return DataFileFormat::kLibffm;
-    default:
-      return DataFileFormat::kCriteo;
-  }
-}
-
 CtrKind KindOf(ModelType t) {
   switch (t) {
     case LR:
@@ -82,23 +67,13 @@ absl::StatusOr<Dataset> CarveValidation(const JobConfig& c, Dataset* train) {
 
 }  // namespace
 
-LoadOptions LoadOptionsFromJob(const JobConfig& config) {
-  const DataConfig& d = config.data();
-  LoadOptions load;
-  load.format = FormatOf(d.format());
-  load.max_bad_fraction = d.max_bad_fraction();
-  load.int_buckets = d.integer_features() != DataConfig::LOG_DENSE;
-  load.int_log_dense = d.integer_features() >= DataConfig::LOG_DENSE;
-  load.empty_field_signs = d.empty_field_signs();
-  return load;
-}
-
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   const OptimizerConfig& t = c.table().optimizer();
 
   LocalTrainOptions o;
   o.model.kind = KindOf(c.model().type());
-  const int fields = FieldsOf(FormatOf(c.data().format()));
+  const ParseOptions parse = ParseOptionsFromJob(c);
+  const int fields = FieldsOf(parse.format);
   o.model.fields = c.model().num_fields() > 0 ? c.model().num_fields() : fields;
   if (o.model.fields < 1) {
     return absl::InvalidArgumentError(
@@ -114,10 +89,7 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
         "model.field_embedding_dims has ", o.model.field_dims.size(),
         " entries, the model has ", o.model.fields, " fields"));
   }
-  const LoadOptions load = LoadOptionsFromJob(c);
-  const bool criteo = load.format == DataFileFormat::kCriteo ||
-                      load.format == DataFileFormat::kCriteoUnlabeled;
-  o.model.dense_inputs = criteo && load.int_log_dense ? kCriteoIntFields : 0;
+  o.model.dense_inputs = DenseDimOf(parse);
   o.table.num_shards = c.table().num_shards();
   o.table.rule = t.type() == SGD    ? OptimizerRule::kSgd
                  : t.type() == ADAM ? OptimizerRule::kAdam

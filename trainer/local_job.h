@@ -12,16 +12,13 @@
 
 #include "absl/status/status.h"
 #include "proto/job.pb.h"
-#include "trainer/data/criteo_reader.h"
+#include "trainer/data_options.h"
 #include "trainer/local_trainer.h"
 
 namespace sampan {
 
 // The local-training options a job config asks for.
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& config);
-
-// How to load the job's data files: format, integer features, bad rows.
-LoadOptions LoadOptionsFromJob(const JobConfig& config);
 
 absl::Status TrainLocalJob(const JobConfig& config);
 

@@ -406,9 +406,7 @@ class Trainer : public StepObserver {
     std::vector<float> probs, labels;
     Worker w;
     for (const std::string& path : config_.data().test_files()) {
-      CriteoReaderOptions options;
-      options.empty_field_signs = config_.data().empty_field_signs();
-      auto reader = CriteoReader::Open(path, options);
+      auto reader = CriteoReader::Open(path, ReaderOptionsFromJob(config_));
       if (!reader.ok()) return reader.status();
       while ((*reader)->NextBatch(config_.data().batch_size(), &w.batch)) {
         absl::Status st =

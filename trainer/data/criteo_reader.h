@@ -1,15 +1,9 @@
-// Reader for Criteo-format TSV: label, I1..I13 (integers, may be empty or
-// negative), C1..C26 (categorical tokens, usually 8 hex digits, may be empty).
-// The unlabeled test form has 39 fields and no label.
-//
-// Features become signs (common/hash.h):
-//   slot 1..13  (I1..I13): FeatureSign(slot, "s" + v) for v <= 2
-//                (negatives included), FeatureSign(slot, "b" + floor(ln(v)^2))
-//                for v > 2 (the Criteo-winning libffm features' transform);
-//   slot 14..39 (C1..C26): FeatureSign(slot, token);
-//   empty fields produce no sign, or with empty_field_signs the sign
-//   FeatureSign(slot, "") (missingness as a feature, as libffm's Criteo
-//   features have it).
+// CriteoReader: the streaming reader of `sampan run`'s training and test
+// files, in every format of formats.h (it was named for its first). It reads
+// a file batch by batch, or only one byte range of it, so that N trainers
+// split one file without coordination, and resumes at a byte offset. Its
+// rows are those LoadDataset (dataset.h) makes of the same lines: the same
+// parser (formats.h), the same signs, slots and dense inputs.
 //
 // Input may be gzip (detected by its magic bytes): such a file can only be
 // read whole, by one part (a trainer per file: data.split BY_FILE), and
@@ -30,30 +24,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "trainer/data/batch.h"
+#include "trainer/data/formats.h"
 #include "zlib.h"
 
 namespace sampan {
 
-inline constexpr int kCriteoIntFields = 13;
-inline constexpr int kCriteoCatFields = 26;
-
-// Parses one line (without its newline). On success appends the row's signs
-// to `signs` and sets `*label` (0 for unlabeled rows). On error leaves
-// `signs` unchanged and returns InvalidArgument naming the field
-// ("field I3: expected integer, got \"x\"").
-absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
-                             std::vector<uint64_t>* signs);
-// As above, and when `slots` is not null appends each sign's slot (1..39).
-absl::Status ParseCriteoLine(std::string_view line, bool labeled, float* label,
-                             std::vector<uint64_t>* signs,
-                             std::vector<uint16_t>* slots,
-                             bool empty_field_signs = false);
-
 struct CriteoReaderOptions {
-  // True for the 40-field training form, false for the 39-field test form.
-  bool labeled = true;
-  // An empty field yields its slot's "empty" sign instead of none.
-  bool empty_field_signs = false;
+  // The format and what its fields become.
+  ParseOptions parse;
   // Read only the byte range [part / num_parts, (part + 1) / num_parts) of
   // the file, aligned to whole lines: a line belongs to the part in which it
   // starts. Lets N trainers split one file without coordination.
@@ -81,9 +59,10 @@ class CriteoReader {
   CriteoReader(const CriteoReader&) = delete;
   CriteoReader& operator=(const CriteoReader&) = delete;
 
-  // Clears `batch` and fills it with up to `max_rows` good rows, skipping and
-  // counting malformed ones. Returns false when the part is exhausted and the
-  // batch is empty.
+  // Clears `batch` and fills it with up to `max_rows` good rows (with
+  // DenseDimOf(options.parse) dense inputs each), skipping and counting
+  // malformed ones and skipping a header line. Returns false when the part
+  // is exhausted and the batch is empty.
   bool NextBatch(size_t max_rows, Batch* batch);
 
   // Not OK once reading failed (an I/O error, a corrupt or truncated gzip

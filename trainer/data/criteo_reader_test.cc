@@ -11,24 +11,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainer/data/batch.h"
+#include "trainer/data/test_files.h"
 #include "zlib.h"
 
 namespace sampan {
 namespace {
 
+using test::MakeCriteoLine;
+using test::TempPath;
+using test::WriteFile;
+using test::WriteGzip;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-void WriteFile(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary);
-  out << contents;
-  ASSERT_TRUE(out.good()) << path;
-}
 
 // The path of a fixture under $SAMPAN_DATA_DIR/criteo, or "" if absent.
 std::string Fixture(const std::string& name) {
@@ -37,17 +31,6 @@ std::string Fixture(const std::string& name) {
   const std::string path = std::string(dir) + "/criteo/" + name;
   std::ifstream in(path);
   return in.good() ? path : "";
-}
-
-// A 40-field labeled line: label, 13 integer fields, 26 categorical fields.
-std::string MakeLine(const std::string& label, std::vector<std::string> ints,
-                     std::vector<std::string> cats) {
-  ints.resize(kCriteoIntFields);
-  cats.resize(kCriteoCatFields);
-  std::string line = label;
-  for (const auto& f : ints) line += "\t" + f;
-  for (const auto& f : cats) line += "\t" + f;
-  return line;
 }
 
 struct Row {
@@ -90,148 +73,6 @@ ReadResult ReadAll(const std::string& path, CriteoReaderOptions options,
 
 uint64_t IntSign(uint32_t slot, const std::string& token) {
   return FeatureSign(slot, token);
-}
-
-// --- ParseCriteoLine --------------------------------------------------------
-
-TEST(ParseCriteoLineTest, BucketsIntegers) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"0", "s0"},
-      {"1", "s1"},
-      {"2", "s2"},
-      {"-5", "s-5"},
-      {"-1", "s-1"},
-      {"3", "b1"},  // floor(ln(3)^2) = 1, not the sign of 1
-      {"4", "b1"},
-      {"5", "b2"},
-      {"10", "b5"},                      // ln(10)^2 = 5.30
-      {"1000", "b47"},                   // ln(1000)^2 = 47.7
-      {"9223372036854775807", "b1906"},  // ln(2^63-1)^2 = 1906.9
-      {"-9223372036854775808", "s-9223372036854775808"},
-  };
-  for (const auto& [value, bucket] : cases) {
-    std::vector<uint64_t> signs;
-    float label = -1;
-    ASSERT_TRUE(ParseCriteoLine(MakeLine("1", {"", "", value}, {}), true,
-                                &label, &signs)
-                    .ok())
-        << value;
-    EXPECT_EQ(label, 1.0f);
-    ASSERT_EQ(signs.size(), 1u) << value;
-    EXPECT_EQ(signs[0], IntSign(3, bucket)) << value << " -> " << bucket;
-  }
-}
-
-TEST(ParseCriteoLineTest, SlotsAndEmptyFields) {
-  std::vector<uint64_t> signs = {42};  // appended to, not replaced
-  float label = -1;
-  const std::string line =
-      MakeLine("0", {"7", "", "", "", "", "", "", "", "", "", "", "", "-2"},
-               {"05db9164", "", "x", "", "", "", "", "", "", "", "", "", "",
-                "",         "", "",  "", "", "", "", "", "", "", "", "", "ab"});
-  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &signs).ok());
-  EXPECT_EQ(label, 0.0f);
-  EXPECT_EQ(signs, (std::vector<uint64_t>{
-                       42, IntSign(1, "b3"), IntSign(13, "s-2"),
-                       FeatureSign(14, "05db9164"), FeatureSign(16, "x"),
-                       FeatureSign(39, "ab")}));
-}
-
-TEST(ParseCriteoLineTest, AllEmptyRowHasNoSigns) {
-  std::vector<uint64_t> signs;
-  float label = -1;
-  ASSERT_TRUE(
-      ParseCriteoLine(MakeLine("1", {}, {}), true, &label, &signs).ok());
-  EXPECT_EQ(label, 1.0f);
-  EXPECT_TRUE(signs.empty());
-}
-
-TEST(ParseCriteoLineTest, EmptyFieldSignsMakeMissingAFeature) {
-  const std::string line = MakeLine("0", {"7", "", "0"}, {"", "x"});
-  std::vector<uint64_t> signs;
-  std::vector<uint16_t> slots;
-  float label = -1;
-  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &signs, &slots).ok());
-  EXPECT_EQ(signs.size(), 3u);  // I1, I3, C2
-  signs.clear();
-  slots.clear();
-  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &signs, &slots, true).ok());
-  ASSERT_EQ(signs.size(), 39u);
-  for (int i = 0; i < 39; ++i) EXPECT_EQ(slots[i], i + 1);
-  EXPECT_EQ(signs[0], IntSign(1, "b3"));
-  EXPECT_EQ(signs[1], FeatureSign(2, ""));
-  EXPECT_EQ(signs[2], IntSign(3, "s0"));  // zero is a value, not missing
-  EXPECT_NE(signs[1], FeatureSign(3, ""));
-  EXPECT_EQ(signs[13], FeatureSign(14, ""));
-  EXPECT_EQ(signs[14], FeatureSign(15, "x"));
-  EXPECT_EQ(signs[38], FeatureSign(39, ""));
-}
-
-TEST(ParseCriteoLineTest, UnlabeledAndCarriageReturn) {
-  std::string line = MakeLine("1", {"5"}, {"abc"});
-  std::string unlabeled = line.substr(2) + "\r";  // drop "1\t", add CR
-  std::vector<uint64_t> labeled_signs, signs;
-  float label = -1;
-  ASSERT_TRUE(ParseCriteoLine(line, true, &label, &labeled_signs).ok());
-  ASSERT_TRUE(ParseCriteoLine(unlabeled, false, &label, &signs).ok());
-  EXPECT_EQ(label, 0.0f);
-  EXPECT_EQ(signs, labeled_signs);
-  // The CR is not part of the last token.
-  signs.clear();
-  ASSERT_TRUE(ParseCriteoLine(line + "\r", true, &label, &signs).ok());
-  EXPECT_EQ(signs, labeled_signs);
-}
-
-TEST(ParseCriteoLineTest, Errors) {
-  struct Case {
-    std::string line;
-    bool labeled;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
-      {"0\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11", true,
-       "expected 40 tab-separated fields, got 12"},
-      {"", true, "expected 40 tab-separated fields, got 1"},
-      {MakeLine("0", {}, {}) + "\textra", true,
-       "expected 40 tab-separated fields, got 41"},
-      {MakeLine("0", {}, {}), false,
-       "expected 39 tab-separated fields, got 40"},
-      {MakeLine("7", {}, {}), true, "label: expected 0 or 1, got \"7\""},
-      {MakeLine("", {}, {}), true, "label: expected 0 or 1, got \"\""},
-      {MakeLine("01", {}, {}), true, "label: expected 0 or 1, got \"01\""},
-      {MakeLine("0", {"", "", "x"}, {}), true,
-       "field I3: expected integer, got \"x\""},
-      {MakeLine("0", {"12a"}, {}), true,
-       "field I1: expected integer, got \"12a\""},
-      {MakeLine("0", {"", "", "", "", "", "", "", "", "", "", "", "", "1.5"},
-                {}),
-       true, "field I13: expected integer, got \"1.5\""},
-      {MakeLine("0", {"+3"}, {}), true,
-       "field I1: expected integer, got \"+3\""},
-      {MakeLine("0", {"-"}, {}), true, "field I1: expected integer, got \"-\""},
-      {MakeLine("0", {"99999999999999999999"}, {}), true,
-       "field I1: expected integer, got \"99999999999999999999\""},
-      {MakeLine("0", {" 3"}, {}), true,
-       "field I1: expected integer, got \" 3\""},
-  };
-  for (const Case& c : cases) {
-    std::vector<uint64_t> signs = {1, 2, 3};
-    float label = -1;
-    const absl::Status status =
-        ParseCriteoLine(c.line, c.labeled, &label, &signs);
-    EXPECT_TRUE(absl::IsInvalidArgument(status)) << c.line;
-    EXPECT_EQ(status.message(), c.message) << c.line;
-    EXPECT_EQ(signs, (std::vector<uint64_t>{1, 2, 3})) << "signs changed";
-  }
-}
-
-TEST(ParseCriteoLineTest, LongBadFieldIsTruncatedInMessage) {
-  std::vector<uint64_t> signs;
-  float label;
-  const absl::Status status = ParseCriteoLine(
-      MakeLine("0", {std::string(1000, 'z')}, {}), true, &label, &signs);
-  EXPECT_TRUE(absl::IsInvalidArgument(status));
-  EXPECT_LT(status.message().size(), 100u);
 }
 
 // --- Real fixtures
@@ -280,7 +121,7 @@ TEST(CriteoFixtureTest, Unlabeled200) {
                     "--test_env=SAMPAN_DATA_DIR=/work/shared/data)";
   }
   CriteoReaderOptions options;
-  options.labeled = false;
+  options.parse.format = DataFileFormat::kCriteoUnlabeled;
   const ReadResult r = ReadAll(path, options, 64);
   ASSERT_EQ(r.rows.size(), 200u);
   EXPECT_EQ(r.bad, 0u);
@@ -307,7 +148,7 @@ TEST(CriteoReaderTest, OpenErrors) {
   EXPECT_THAT(std::string(missing.status().message()),
               HasSubstr("does_not_exist.tsv"));
   const std::string path = TempPath("open_errors.tsv");
-  WriteFile(path, MakeLine("0", {}, {}) + "\n");
+  WriteFile(path, MakeCriteoLine("0", {}, {}) + "\n");
   CriteoReaderOptions options;
   options.part = 2;
   options.num_parts = 2;
@@ -336,14 +177,14 @@ TEST(CriteoReaderTest, EmptyFile) {
 
 TEST(CriteoReaderTest, SkipsAndCountsBadLines) {
   const std::string path = TempPath("bad_lines.tsv");
-  const std::string good = MakeLine("1", {"4"}, {"aa"});
-  WriteFile(path, good + "\n" +                          // line 1
-                      "0\tshort\n" +                     // line 2: bad
-                      good + "\r\n" +                    // line 3
-                      MakeLine("0", {"x"}, {}) + "\n" +  // line 4: bad
-                      "\n" +                             // line 5: bad
-                      MakeLine("2", {}, {}) + "\n" +     // line 6: bad
-                      good + "\n" +                      // line 7
+  const std::string good = MakeCriteoLine("1", {"4"}, {"aa"});
+  WriteFile(path, good + "\n" +                                // line 1
+                      "0\tshort\n" +                           // line 2: bad
+                      good + "\r\n" +                          // line 3
+                      MakeCriteoLine("0", {"x"}, {}) + "\n" +  // line 4: bad
+                      "\n" +                                   // line 5: bad
+                      MakeCriteoLine("2", {}, {}) + "\n" +     // line 6: bad
+                      good + "\n" +                            // line 7
                       "\n");  // a blank last line is skipped silently
   CriteoReaderOptions options;
   options.max_logged_errors = 2;
@@ -367,7 +208,7 @@ TEST(CriteoReaderTest, SkipsAndCountsBadLines) {
 
 TEST(CriteoReaderTest, LastLineWithoutNewline) {
   const std::string path = TempPath("no_newline.tsv");
-  const std::string good = MakeLine("1", {"4"}, {"aa"});
+  const std::string good = MakeCriteoLine("1", {"4"}, {"aa"});
   WriteFile(path, good + "\n" + good);
   const ReadResult r = ReadAll(path, {});
   EXPECT_EQ(r.good, 2u);
@@ -376,9 +217,9 @@ TEST(CriteoReaderTest, LastLineWithoutNewline) {
 
 TEST(CriteoReaderTest, EmptyFieldSignsOption) {
   const std::string path = TempPath("empty_signs.tsv");
-  WriteFile(path, MakeLine("1", {"4"}, {"aa"}) + "\n");
+  WriteFile(path, MakeCriteoLine("1", {"4"}, {"aa"}) + "\n");
   CriteoReaderOptions options;
-  options.empty_field_signs = true;
+  options.parse.empty_field_signs = true;
   const ReadResult r = ReadAll(path, options);
   ASSERT_EQ(r.good, 1u);
   ASSERT_EQ(r.rows[0].signs.size(), 39u);
@@ -388,8 +229,9 @@ TEST(CriteoReaderTest, EmptyFieldSignsOption) {
 
 TEST(CriteoReaderTest, LongLinesGrowTheBuffer) {
   const std::string path = TempPath("long_line.tsv");
-  const std::string good = MakeLine("0", {"4"}, {"aa"});
-  const std::string huge = MakeLine("1", {"4"}, {std::string(9 << 20, 'q')});
+  const std::string good = MakeCriteoLine("0", {"4"}, {"aa"});
+  const std::string huge =
+      MakeCriteoLine("1", {"4"}, {std::string(9 << 20, 'q')});
   WriteFile(path, good + "\n" + huge + "\n" + good + "\n");
   const ReadResult r = ReadAll(path, {});
   ASSERT_EQ(r.good, 3u);
@@ -414,7 +256,7 @@ std::string SplitTestFile() {
                          ? std::to_string(Mix64(x + f)).substr(0, width)
                          : "");
     }
-    std::string line = MakeLine((x >> 60) & 1 ? "1" : "0", ints, cats);
+    std::string line = MakeCriteoLine((x >> 60) & 1 ? "1" : "0", ints, cats);
     if (i % 97 == 13) line = "1\tbad\tline";
     if (i == 200) line += "\r";
     if (i > 0) contents += "\n";
@@ -486,7 +328,8 @@ TEST(CriteoReaderTest, ResumesAtPosition) {
 
 TEST(CriteoReaderTest, MorePartsThanBytes) {
   const std::string path = TempPath("tiny.tsv");
-  const std::string a = MakeLine("0", {}, {"a"}), b = MakeLine("1", {}, {"b"});
+  const std::string a = MakeCriteoLine("0", {}, {"a"}),
+                    b = MakeCriteoLine("1", {}, {"b"});
   WriteFile(path, a + "\n" + b + "\n");
   const int parts = static_cast<int>(a.size() + b.size()) + 10;
   std::vector<Row> rows;
@@ -505,7 +348,7 @@ TEST(CriteoReaderTest, MorePartsThanBytes) {
 
 TEST(CriteoReaderTest, PartsReportAbsoluteLineNumbers) {
   const std::string path = TempPath("split_lines.tsv");
-  const std::string good = MakeLine("0", {"1"}, {"aa"});
+  const std::string good = MakeCriteoLine("0", {"1"}, {"aa"});
   std::string contents;
   for (int i = 1; i <= 30; ++i) contents += (i == 25 ? "bad" : good) + "\n";
   WriteFile(path, contents);
@@ -523,7 +366,8 @@ TEST(CriteoReaderTest, PartsReportAbsoluteLineNumbers) {
 TEST(CriteoReaderTest, FractionDoneGrows) {
   const std::string path = TempPath("fraction.tsv");
   std::string contents;
-  for (int i = 0; i < 100; ++i) contents += MakeLine("0", {"1"}, {"aa"}) + "\n";
+  for (int i = 0; i < 100; ++i)
+    contents += MakeCriteoLine("0", {"1"}, {"aa"}) + "\n";
   WriteFile(path, contents);
   auto reader = CriteoReader::Open(path, {});
   ASSERT_TRUE(reader.ok());
@@ -541,15 +385,6 @@ TEST(CriteoReaderTest, FractionDoneGrows) {
 
 namespace sampan {
 namespace {
-
-// `contents` gzipped into `path`.
-void WriteGzip(const std::string& path, const std::string& contents) {
-  gzFile gz = gzopen(path.c_str(), "wb");
-  ASSERT_NE(gz, nullptr) << path;
-  ASSERT_EQ(gzwrite(gz, contents.data(), contents.size()),
-            static_cast<int>(contents.size()));
-  ASSERT_EQ(gzclose(gz), Z_OK);
-}
 
 // A gzip file reads as its plain twin, row for row (a blank last line
 // included), and resumes at an uncompressed position.

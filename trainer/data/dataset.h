@@ -1,17 +1,9 @@
 // An in-memory dataset loaded from one file of a known format, plain or
 // gzip (detected by content), for local training, evaluation and benchmarks.
 //
-// Formats and the signs they produce (common/hash.h FeatureSign):
-//   kCriteo / kCriteoUnlabeled: see criteo_reader.h (slots 1..39).
-//   kAvazu: CSV id,click,hour,C1,...,C21 (24 columns; 23 without click when
-//     unlabeled); a first line starting with "id," is a header and skipped.
-//     Slot 1 is the hour of day (last two digits of hour), slots 2..22 the
-//     21 columns after hour; id is dropped.
-//   kLibsvm: "label idx[:val] ..."; every index is a sign of slot 1.
-//   kLibffm: "label field:idx[:val] ..."; sign FeatureSign(field + 1, idx) of
-//     slot field + 1.
-//   For libsvm/libffm a label > 0 is a click; values are not used (features
-//   are binary, as hashed CTR features are).
+// Lines become examples by the parsers of formats.h, the same ones the
+// streaming reader (criteo_reader.h) uses; blank lines are dropped, and an
+// Avazu file's header line.
 //
 // Thread safety: a loaded Dataset is immutable; concurrent Gather calls into
 // distinct batches are safe.
@@ -26,22 +18,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "trainer/data/batch.h"
+#include "trainer/data/formats.h"
 
 namespace sampan {
 
-enum class DataFileFormat {
-  kCriteo,
-  kCriteoUnlabeled,
-  kAvazu,
-  kLibsvm,
-  kLibffm
-};
-
-// Fields (slots 1..n) a format produces; 0 when the file decides (libffm).
-int FieldsOf(DataFileFormat format);
-
 struct LoadOptions {
-  DataFileFormat format = DataFileFormat::kCriteo;
+  // The format and what its fields become.
+  ParseOptions parse;
   // Keep only lines [first, last) where first = part * lines / num_parts:
   // N trainers split one file by line ranges without coordination.
   int part = 0;
@@ -53,13 +36,6 @@ struct LoadOptions {
   double end_fraction = 1.0;
   // Fail once more than this fraction of kept lines is malformed.
   double max_bad_fraction = 0.01;
-  // Criteo only: keep the integer fields' bucket signs (slots 1..13), and
-  // add them as kCriteoIntFields dense inputs sign(x) * log(1 + |x|).
-  bool int_buckets = true;
-  bool int_log_dense = false;
-  // Criteo only: an empty field becomes its slot's "empty" sign
-  // (criteo_reader.h) instead of no sign.
-  bool empty_field_signs = false;
 };
 
 struct Dataset {
@@ -67,23 +43,19 @@ struct Dataset {
   std::vector<uint32_t> offsets = {0};  // size() + 1 entries
   std::vector<uint64_t> signs;
   std::vector<uint16_t> slots;
-  // Dense inputs, dense_dim per example (LoadOptions::int_log_dense).
+  // Dense inputs, dense_dim per example (DenseDimOf(parse)).
   std::vector<float> dense;
   int dense_dim = 0;
-  bool int_buckets = true;
-  bool empty_field_signs = false;
+  // How AddLine parses (which sets dense_dim to DenseDimOf(parse)).
+  ParseOptions parse;
   uint64_t bad_rows = 0;
 
   size_t size() const { return labels.size(); }
   // Clears `batch` and copies examples index[0..n) into it.
   void Gather(const uint32_t* index, size_t n, Batch* batch) const;
-  // Appends one parsed line; false (and unchanged) on a malformed one.
-  bool AddLine(std::string_view line, DataFileFormat format);
-
- private:
-  // Applies int_buckets and dense_dim to the Criteo row whose signs start
-  // at row_start.
-  bool CriteoIntegers(std::string_view line, bool labeled, size_t row_start);
+  // Appends one line parsed with `parse`; false (and unchanged but for
+  // bad_rows) on a malformed one.
+  bool AddLine(std::string_view line);
 };
 
 // Replaces every sign seen fewer than `min_count` times in `train` by its

@@ -88,7 +88,7 @@ TEST(DatasetTest, AvazuWithAndWithoutHeader) {
   std::string header = "id,click,hour";
   for (int i = 0; i < 21; ++i) header += ",c" + std::to_string(i);
   LoadOptions o;
-  o.format = DataFileFormat::kAvazu;
+  o.parse.format = DataFileFormat::kAvazu;
   for (const std::string& text : {row + "\n", header + "\n" + row + "\n"}) {
     auto d = LoadDataset(WritePlain("a.csv", text), o);
     ASSERT_TRUE(d.ok()) << d.status();
@@ -103,7 +103,7 @@ TEST(DatasetTest, AvazuWithAndWithoutHeader) {
 
 TEST(DatasetTest, LibsvmAndLibffm) {
   LoadOptions o;
-  o.format = DataFileFormat::kLibffm;
+  o.parse.format = DataFileFormat::kLibffm;
   o.max_bad_fraction = 0.5;
   auto d =
       LoadDataset(WritePlain("f.ffm", "1 0:12:1 3:7:0.5\n-1 2:9:1\nx\n"), o);
@@ -113,7 +113,7 @@ TEST(DatasetTest, LibsvmAndLibffm) {
   EXPECT_EQ(d->labels, (std::vector<float>{1, 0}));
   EXPECT_EQ(d->signs[1], FeatureSign(4, "7"));
   EXPECT_EQ(d->slots, (std::vector<uint16_t>{1, 4, 3}));
-  o.format = DataFileFormat::kLibsvm;
+  o.parse.format = DataFileFormat::kLibsvm;
   o.max_bad_fraction = 0;
   d = LoadDataset(WritePlain("s.svm", "0 5:1 6:2\n1 7\n"), o);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -146,7 +146,7 @@ TEST(DatasetTest, IntegerFieldsAsLogDenseInputs) {
   for (int i = 1; i < 26; ++i) text += "\t";
   const std::string path = WritePlain("dense.tsv", text + "\n");
   LoadOptions o;
-  o.int_log_dense = true;
+  o.parse.int_log_dense = true;
   auto both = LoadDataset(path, o);
   ASSERT_TRUE(both.ok());
   EXPECT_EQ(both->dense_dim, 13);
@@ -156,14 +156,14 @@ TEST(DatasetTest, IntegerFieldsAsLogDenseInputs) {
   EXPECT_EQ(both->dense[2], 0.0f);
   EXPECT_EQ(both->signs.size(), 3u);  // two bucket signs and C1
 
-  o.empty_field_signs = true;
+  o.parse.empty_field_signs = true;
   auto with_empty = LoadDataset(path, o);
   ASSERT_TRUE(with_empty.ok());
   EXPECT_EQ(with_empty->signs.size(), 39u);
   EXPECT_EQ(with_empty->signs[2], FeatureSign(3, ""));
-  o.empty_field_signs = false;
+  o.parse.empty_field_signs = false;
 
-  o.int_buckets = false;
+  o.parse.int_buckets = false;
   auto dense_only = LoadDataset(path, o);
   ASSERT_TRUE(dense_only.ok());
   EXPECT_EQ(dense_only->signs, (std::vector<uint64_t>{FeatureSign(14, "a")}));
@@ -183,11 +183,11 @@ TEST(DatasetTest, MergeRareSignsUsesTrainCounts) {
     l.pop_back();  // the newline
     return l;
   };
-  train.AddLine(line(1, "common"), DataFileFormat::kCriteo);
-  train.AddLine(line(0, "common"), DataFileFormat::kCriteo);
-  train.AddLine(line(0, "once"), DataFileFormat::kCriteo);
-  test.AddLine(line(0, "common"), DataFileFormat::kCriteo);
-  test.AddLine(line(0, "unseen"), DataFileFormat::kCriteo);
+  train.AddLine(line(1, "common"));
+  train.AddLine(line(0, "common"));
+  train.AddLine(line(0, "once"));
+  test.AddLine(line(0, "common"));
+  test.AddLine(line(0, "unseen"));
   MergeRareSigns(2, &train, {&test});
   const uint64_t rare = FeatureSign(14, "__rare__");
   EXPECT_EQ(train.signs[1], FeatureSign(14, "common"));
@@ -207,7 +207,7 @@ TEST(DatasetTest, RealAvazuAndCriteoFiles) {
     GTEST_SKIP() << dir << "/avazu/avazu_5999.csv not found: no real data";
   }
   LoadOptions o;
-  o.format = DataFileFormat::kAvazu;
+  o.parse.format = DataFileFormat::kAvazu;
   o.max_bad_fraction = 0;
   auto a = LoadDataset(std::string(dir) + "/avazu/avazu_5999.csv", o);
   ASSERT_TRUE(a.ok()) << a.status();
@@ -218,7 +218,7 @@ TEST(DatasetTest, RealAvazuAndCriteoFiles) {
                   o);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->size(), 100u);
-  o.format = DataFileFormat::kCriteoUnlabeled;
+  o.parse.format = DataFileFormat::kCriteoUnlabeled;
   auto c =
       LoadDataset(std::string(dir) + "/criteo/fixture_unlabeled_200.tsv", o);
   ASSERT_TRUE(c.ok()) << c.status();

@@ -1,0 +1,185 @@
+// The streaming reader (`sampan run`) and LoadDataset (`sampan train-local`)
+// make the same examples of the same file: for every format and integer
+// option, plain or gzip, whole or as the union of its byte-range parts.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/hash.h"
+#include "gtest/gtest.h"
+#include "trainer/data/batch.h"
+#include "trainer/data/criteo_reader.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/test_files.h"
+
+namespace sampan {
+namespace {
+
+using test::TempPath;
+
+// A deterministic stream of numbers for the generated lines.
+class Draw {
+ public:
+  explicit Draw(uint64_t seed) : x_(seed) {}
+  uint64_t Next(uint64_t below) { return (x_ = Mix64(x_ + 1)) % below; }
+
+ private:
+  uint64_t x_;
+};
+
+// 300 lines of `format`, a few of them malformed, one with a CR, and a
+// header first for Avazu.
+std::string Lines(DataFileFormat format) {
+  Draw d(static_cast<uint64_t>(format) + 11);
+  std::string text;
+  if (format == DataFileFormat::kAvazu) {
+    text = "id,click,hour";
+    for (int c = 1; c <= 21; ++c) text += absl::StrCat(",C", c);
+    text += "\n";
+  }
+  for (int i = 0; i < 300; ++i) {
+    std::string line;
+    const std::string label = d.Next(3) == 0 ? "1" : "0";
+    switch (format) {
+      case DataFileFormat::kCriteo:
+      case DataFileFormat::kCriteoUnlabeled: {
+        std::vector<std::string> ints, cats;
+        for (int f = 0; f < kCriteoIntFields; ++f) {
+          const int64_t v = int64_t(d.Next(2000)) - 3;
+          ints.push_back(d.Next(4) == 0 ? "" : std::to_string(v));
+        }
+        for (int f = 0; f < kCriteoCatFields; ++f) {
+          cats.push_back(d.Next(5) == 0 ? "" : absl::StrCat(d.Next(500)));
+        }
+        line = test::MakeCriteoLine(label, ints, cats);
+        if (format == DataFileFormat::kCriteoUnlabeled) {
+          line = line.substr(2);
+        }
+        break;
+      }
+      case DataFileFormat::kAvazu:
+        line = absl::StrCat(1000 + i, d.Next(4) == 0 ? "" : "," + label, ",",
+                            14102100 + d.Next(24));
+        for (int c = 0; c < 21; ++c) absl::StrAppend(&line, ",", d.Next(30));
+        break;
+      case DataFileFormat::kLibsvm:
+      case DataFileFormat::kLibffm:
+        line = d.Next(2) == 0 ? label : (label == "1" ? "+1" : "-1");
+        for (int k = 0, n = 1 + d.Next(8); k < n; ++k) {
+          const bool ffm = format == DataFileFormat::kLibffm;
+          absl::StrAppend(&line, d.Next(3) == 0 ? "\t" : " ",
+                          ffm ? absl::StrCat(d.Next(6), ":") : "", d.Next(100),
+                          d.Next(2) == 0 ? ":1" : ":0.5");
+        }
+        break;
+    }
+    if (i % 41 == 7) line = "x\tnot a row";
+    if (i == 100) line += "\r";
+    text += line + "\n";
+  }
+  return text;
+}
+
+// Every example of `from` appended to `to`.
+void AppendAll(const Batch& from, Batch* to) {
+  for (size_t i = 0; i < from.size(); ++i) to->Append(from, i);
+}
+
+struct Read {
+  Batch rows;
+  uint64_t bad = 0;
+};
+
+// Every row of `path` read in `parts` byte-range parts, in part order.
+Read ReadParts(const std::string& path, const ParseOptions& parse, int parts) {
+  Read read;
+  read.rows.Clear();
+  for (int part = 0; part < parts; ++part) {
+    CriteoReaderOptions options;
+    options.parse = parse;
+    options.part = part;
+    options.num_parts = parts;
+    options.max_logged_errors = 0;
+    auto reader = CriteoReader::Open(path, options);
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    if (!reader.ok()) return read;
+    Batch batch;
+    while ((*reader)->NextBatch(7, &batch)) {
+      EXPECT_EQ(batch.dense_dim, DenseDimOf(parse));
+      EXPECT_EQ(batch.dense.size(), batch.size() * DenseDimOf(parse));
+      AppendAll(batch, &read.rows);
+    }
+    EXPECT_TRUE((*reader)->read_status().ok());
+    read.bad += (*reader)->bad_rows();
+  }
+  return read;
+}
+
+void ExpectSame(const Batch& got, const Batch& want) {
+  EXPECT_EQ(got.labels, want.labels);
+  EXPECT_EQ(got.offsets, want.offsets);
+  EXPECT_EQ(got.signs, want.signs);
+  EXPECT_EQ(got.slots, want.slots);
+  EXPECT_EQ(got.dense, want.dense);
+  EXPECT_EQ(got.dense_dim, want.dense_dim);
+}
+
+TEST(ReaderDatasetTest, SameExamplesInEveryFormatPlainGzipAndParts) {
+  ParseOptions buckets, log_dense, both, empty_signs;
+  log_dense.int_buckets = false;
+  log_dense.int_log_dense = true;
+  both.int_log_dense = true;
+  empty_signs.empty_field_signs = true;
+  std::vector<ParseOptions> cases;
+  for (const ParseOptions& ints : {buckets, log_dense, both, empty_signs}) {
+    for (DataFileFormat f :
+         {DataFileFormat::kCriteo, DataFileFormat::kCriteoUnlabeled}) {
+      cases.push_back(ints);
+      cases.back().format = f;
+    }
+  }
+  for (DataFileFormat f : {DataFileFormat::kAvazu, DataFileFormat::kLibsvm,
+                           DataFileFormat::kLibffm}) {
+    cases.push_back(both);  // integer options mean nothing here
+    cases.back().format = f;
+  }
+  for (const ParseOptions& parse : cases) {
+    SCOPED_TRACE(absl::StrCat("format ", static_cast<int>(parse.format),
+                              " buckets ", parse.int_buckets, " log_dense ",
+                              parse.int_log_dense, " empty_signs ",
+                              parse.empty_field_signs));
+    const std::string name =
+        absl::StrCat("equal-", static_cast<int>(parse.format));
+    const std::string plain = TempPath(name), gz = TempPath(name + ".gz");
+    const std::string text = Lines(parse.format);
+    test::WriteFile(plain, text);
+    test::WriteGzip(gz, text);
+
+    LoadOptions load;
+    load.parse = parse;
+    load.max_bad_fraction = 1;
+    auto data = LoadDataset(plain, load);
+    ASSERT_TRUE(data.ok()) << data.status();
+    ASSERT_GT(data->size(), 250u);
+    ASSERT_GT(data->bad_rows, 0u);
+    std::vector<uint32_t> all(data->size());
+    for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+    Batch want;
+    data->Gather(all.data(), all.size(), &want);
+
+    for (const std::string& path : {plain, gz}) {
+      const Read whole = ReadParts(path, parse, 1);
+      ExpectSame(whole.rows, want);
+      EXPECT_EQ(whole.bad, data->bad_rows) << path;
+    }
+    for (int parts : {2, 3, 8}) {
+      SCOPED_TRACE(absl::StrCat(parts, " parts"));
+      const Read joined = ReadParts(plain, parse, parts);
+      ExpectSame(joined.rows, want);
+      EXPECT_EQ(joined.bad, data->bad_rows);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sampan
