@@ -1,5 +1,6 @@
 #include "trainer/input_queue.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -19,17 +20,33 @@ namespace {
 
 constexpr int kRows = 1000;
 
-// A Criteo file whose row r carries the token first + r (as 8 hex digits)
-// in C1, so a batch's rows can be named.
-std::string WriteRows(const std::string& name, int first = 0) {
+// A file of `format` whose row r carries the token first + r (as 8 hex
+// digits) as a sign of slot 14 (Criteo's C1), so a batch's rows can be
+// named, and r as its first integer field (Criteo; I1) so that its dense
+// inputs can be checked. Avazu files have a header line.
+std::string WriteRows(const std::string& name, int first = 0,
+                      DataFormat format = CRITEO_TSV) {
   const char* dir = std::getenv("TEST_TMPDIR");
   const std::string path = absl::StrCat(dir ? dir : "/tmp", "/", name);
   std::ofstream out(path);
+  if (format == AVAZU_CSV) out << "id,click,hour,C1,C2,C3,C4,C5\n";
   for (int r = 0; r < kRows; ++r) {
-    out << (r % 3 == 0 ? 1 : 0);
-    for (int i = 0; i < 13; ++i) out << '\t' << i;
-    out << '\t' << absl::StrFormat("%08x", first + r);
-    for (int c = 1; c < 26; ++c) out << "\tabcd";
+    const int label = r % 3 == 0 ? 1 : 0;
+    const std::string token = absl::StrFormat("%08x", first + r);
+    if (format == AVAZU_CSV) {
+      // id, click, hour, then slots 2..22: slot 14 is column 15.
+      out << r << ',' << label << ",141021" << r % 24;
+      for (int slot = 2; slot <= 22; ++slot) {
+        out << ',' << (slot == 14 ? token : "ab");
+      }
+    } else if (format == LIBFFM) {
+      out << label << " 13:" << token << ":1 0:" << r % 7 << ":0.5";
+    } else {
+      out << label << '\t' << r;
+      for (int i = 1; i < 13; ++i) out << '\t' << i;
+      out << '\t' << token;
+      for (int c = 1; c < 26; ++c) out << "\tabcd";
+    }
     out << '\n';
   }
   return path;
@@ -55,8 +72,16 @@ class InputQueueTest : public testing::Test {
     Batch batch;
     absl::Status error;
     for (int b = 0; b != batches && q->Next(&batch, &error); ++b) {
-      for (size_t j = 0; j < batch.signs.size(); ++j) {
-        if (batch.slots[j] == 14) rows.push_back(row_of_.at(batch.signs[j]));
+      EXPECT_EQ(batch.dense.size(), batch.size() * batch.dense_dim);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        for (size_t j = batch.offsets[i]; j < batch.offsets[i + 1]; ++j) {
+          if (batch.slots[j] == 14) rows.push_back(row_of_.at(batch.signs[j]));
+        }
+        // I1 is the row's number in its file: its dense input came with it.
+        if (batch.dense_dim > 0) {
+          EXPECT_FLOAT_EQ(batch.dense[i * batch.dense_dim],
+                          std::log1p(double(rows.back() % kRows)));
+        }
       }
     }
     EXPECT_TRUE(error.ok()) << error;
@@ -68,6 +93,28 @@ class InputQueueTest : public testing::Test {
     InputQueue resumed(config_, 0, &at);
     const std::vector<int> rest = Drain(&resumed);
     rows->insert(rows->end(), rest.begin(), rest.end());
+  }
+
+  // A queue resumed at a position taken between batches (inside a window,
+  // at a window's end, across the epoch boundary) hands out exactly the
+  // rest of the uninterrupted sequence: nothing skipped, nothing twice.
+  void ExpectResumesExactly() {
+    InputQueue whole(config_, 0, nullptr);
+    const std::vector<int> expected = Drain(&whole);
+    ASSERT_EQ(expected.size(), config_.data().epochs() * size_t(kRows));
+    for (int batches : {1, 3, 9, 15, 16, 17, 30}) {
+      SCOPED_TRACE(absl::StrCat(batches, " batches before the checkpoint"));
+      InputQueue first(config_, 0, nullptr);
+      std::vector<int> rows = Drain(&first, batches);
+      const coord::DataPosition at = first.Position();
+      EXPECT_EQ(at.rows(), rows.size());
+      // Positions taken before anything is read again report the same
+      // place.
+      EXPECT_EQ(InputQueue(config_, 0, &at).Position().SerializeAsString(),
+                at.SerializeAsString());
+      AppendResumed(at, &rows);
+      EXPECT_EQ(rows, expected);
+    }
   }
 
   JobConfig config_;
@@ -102,25 +149,9 @@ TEST_F(InputQueueTest, WindowsShuffleWithinThemselves) {
   EXPECT_EQ(Drain(&again), rows);
 }
 
-// A queue resumed at a position taken between batches (inside a window, at
-// a window's end, across the epoch boundary) hands out exactly the rest of
-// the uninterrupted sequence: nothing skipped, nothing twice.
 TEST_F(InputQueueTest, ResumeInsideAWindowContinuesItsOrder) {
   config_.mutable_data()->set_shuffle_buffer_rows(300);
-  InputQueue whole(config_, 0, nullptr);
-  const std::vector<int> expected = Drain(&whole);
-  for (int batches : {1, 3, 9, 15, 16, 17, 30}) {
-    SCOPED_TRACE(absl::StrCat(batches, " batches before the checkpoint"));
-    InputQueue first(config_, 0, nullptr);
-    std::vector<int> rows = Drain(&first, batches);
-    const coord::DataPosition at = first.Position();
-    EXPECT_EQ(at.rows(), rows.size());
-    // Positions taken before anything is read again report the same place.
-    EXPECT_EQ(InputQueue(config_, 0, &at).Position().SerializeAsString(),
-              at.SerializeAsString());
-    AppendResumed(at, &rows);
-    EXPECT_EQ(rows, expected);
-  }
+  ExpectResumesExactly();
 }
 
 TEST_F(InputQueueTest, ResumeWithoutAWindowStartsAtTheOffset) {
@@ -267,6 +298,52 @@ TEST_F(InputQueueTest, ByFileGivesEachRankWholeFiles) {
   EXPECT_EQ(at.file_index(), 1u);
   AppendResumed(at, &rows);
   EXPECT_EQ(rows, r0);
+}
+
+// Avazu (with its header) and libffm files are read, shuffled, split
+// between ranks and resumed like Criteo ones.
+TEST_F(InputQueueTest, OtherFormatsShuffleSplitAndResume) {
+  for (DataFormat format : {AVAZU_CSV, LIBFFM}) {
+    SCOPED_TRACE(DataFormat_Name(format));
+    config_.mutable_data()->set_format(format);
+    config_.mutable_data()->set_train_files(
+        0, WriteRows(absl::StrCat("rows-", format), 0, format));
+    config_.mutable_data()->set_max_bad_fraction(0);
+    config_.mutable_cluster()->set_num_trainers(1);
+    for (uint32_t window : {0, 300}) {
+      SCOPED_TRACE(absl::StrCat("window ", window));
+      config_.mutable_data()->set_shuffle_buffer_rows(window);
+      ExpectResumesExactly();
+    }
+    config_.mutable_cluster()->set_num_trainers(3);
+    std::set<int> all;
+    for (int rank = 0; rank < 3; ++rank) {
+      InputQueue q(config_, rank, nullptr);
+      for (int r : Drain(&q)) all.insert(r);
+    }
+    EXPECT_EQ(all.size(), size_t(kRows));
+  }
+}
+
+// data.integer_features LOG_DENSE: every batch carries 13 dense inputs per
+// row, its own row's, through shuffle windows and resumes (Drain checks
+// I1's), and no integer bucket signs.
+TEST_F(InputQueueTest, LogDenseInputsTravelWithTheirRows) {
+  for (auto ints : {DataConfig::LOG_DENSE, DataConfig::BUCKETS_AND_LOG_DENSE}) {
+    SCOPED_TRACE(DataConfig::IntegerFeatures_Name(ints));
+    config_.mutable_data()->set_integer_features(ints);
+    for (uint32_t window : {0, 300}) {
+      config_.mutable_data()->set_shuffle_buffer_rows(window);
+      ExpectResumesExactly();
+    }
+    InputQueue q(config_, 0, nullptr);
+    Batch batch;
+    absl::Status error;
+    ASSERT_TRUE(q.Next(&batch, &error)) << error;
+    EXPECT_EQ(batch.dense_dim, 13);
+    EXPECT_EQ(batch.signs.size(),
+              batch.size() * (ints == DataConfig::LOG_DENSE ? 26 : 39));
+  }
 }
 
 }  // namespace
