@@ -8,7 +8,10 @@
 #   5. a SIGKILLed launcher takes its children with it;
 #   6. gzip files train with data.split BY_FILE (and a shuffle window), and
 #      split by byte range they are refused with status 2 before anything
-#      starts.
+#      starts;
+#   7. Avazu (with its header), libsvm and libffm files train, split by byte
+#      range between the trainers, with a shuffle window, and score a sane
+#      test AUC.
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -120,5 +123,47 @@ err=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
   && pass "gzip split by byte range refused with status 2" \
   || fail "gzip by byte range: exited $rc: $err"
 [ ! -d "$job/logs" ] || fail "gzip by byte range started something ($job/logs exists)"
+
+# 7. The other formats. Row i's label and features are functions of i % 977
+# (learnable); six fields of each, as formats.h reads them.
+for format in AVAZU_CSV LIBSVM LIBFFM; do
+  job="$TMP/$format"
+  mkdir -p "$job"
+  awk -v format=$format 'BEGIN {
+    if (format == "AVAZU_CSV") {
+      printf "id,click,hour"; for (c = 1; c <= 21; c++) printf ",C%d", c
+      printf "\n" }
+    for (i = 0; i < 24000; i++) {
+      k = i % 977; click = k % 5 < 2
+      if (format == "AVAZU_CSV") {
+        printf "%d,%d,141021%02d", 1000000 + i, click, i % 24
+        for (c = 0; c < 21; c++) printf ",%x", c < 6 ? (k * 13 + c * 101) % 977 : c
+      } else {
+        printf "%s", format == "LIBSVM" ? (click ? "+1" : "-1") : click
+        for (f = 0; f < 6; f++) {
+          idx = f * 1000 + (k * 13 + f * 101) % 977
+          if (format == "LIBFFM") printf " %d:%d:1", f, idx
+          else printf " %d:1", idx
+        }
+      }
+      printf "\n" } }' > "$job/all"
+  header=0; [ $format = AVAZU_CSV ] && header=1
+  head -$((20000 + header)) "$job/all" > "$job/train"
+  { head -$header "$job/all"; tail -4000 "$job/all"; } > "$job/test"
+  write_config "$job" 0 "  format: $format
+  train_files: [$job/train]
+  test_files: [$job/test]
+  shuffle_buffer_rows: 3000"
+  [ $format = LIBFFM ] && sed -i 's/embedding_dim: 8}/embedding_dim: 8, num_fields: 6}/' "$job.yaml"
+  out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+  auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
+  rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
+  [ $rc -eq 0 ] && [ "$rows" = 4000 ] && awk -v a="$auc" 'BEGIN { exit !(a > 0.9) }' \
+    && pass "$format trains: test AUC $auc on $rows rows" \
+    || fail "$format job exited $rc, test AUC '$auc' on '$rows' rows: $(echo "$out" | tail -3)"
+  grep -q "20000 examples" <<< "$out" && pass "$format: every row trained once" \
+    || fail "$format did not train 20000 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
+  [ -z "$(leftover "$job")" ] || fail "$format: processes left after the job"
+done
 
 finish
