@@ -5,8 +5,9 @@
 #      embedding widths, and LR
 #      export <output_dir>/model; eval on the test file prints the AUC,
 #      logloss, COPC and rows of the trainer's own test evaluation;
-#   2. `sampan run` DeepFM (hybrid) and FM with 2 trainers export one sparse
-#      part per rank; eval of the merged model equals rank 0's result.txt;
+#   2. `sampan run` DeepFM (hybrid), FM, and LR with dense log inputs and
+#      rare signs merged, with 2 trainers, export one sparse part per rank;
+#      eval of the merged model equals rank 0's result.txt;
 #   3. errors: wrong arguments exit 2; a directory that is no model, a
 #      missing sparse part, a corrupt dense.bin and data of the wrong shape
 #      exit 1 naming the file.
@@ -92,11 +93,40 @@ out=$("$SAMPAN" run "$job.yaml" 2>&1) || { fail "run exited $?"; echo "$out" | t
 [ -f "$job/model/sparse-00000.bin" ] && [ -f "$job/model/sparse-00001.bin" ] \
   && pass "run: one sparse part per rank" || fail "run: sparse parts missing"
 same_metrics "run deepfm" "$job/model" "$job/data/test.tsv" "$job/result.txt"
-# FM trains through FmModel with Hogwild workers; eval scores it as CtrModel.
+# FM with Hogwild workers.
 sed -e 's/type: DEEPFM/type: FM/' -e "s|$job|$job-fm|" -e 's/threads_per_trainer: 1/threads_per_trainer: 2/' \
   "$job.yaml" > "$job-fm.yaml"
 "$SAMPAN" run "$job-fm.yaml" >/dev/null 2>&1 || fail "run fm exited $?"
 same_metrics "run fm" "$job-fm/model" "$job-fm/data/test.tsv" "$job-fm/result.txt"
+# LR with the LR preset's features: integers as buckets and dense log inputs
+# (their weights in the pservers' dense table), empty-field signs, and rare
+# signs merged (min_feature_count 3), counted alike by both trainers.
+job2="$TMP/run-lr"
+cat > "$job2.yaml" <<YAML
+name: run-lr
+output_dir: $job2
+progress_interval_seconds: 0.5
+cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 2,
+          wait_timeout_seconds: 30, heartbeat_timeout_seconds: 10}
+model: {type: LR}
+table: {num_shards: 16, optimizer: {type: FTRL, learning_rate: 0.05, l1: 0.1, l2: 0.1}}
+data:
+  format: CRITEO_TSV
+  train_files: [$TMP/data/train.tsv]
+  test_files: [$TMP/data/test.tsv]
+  batch_size: 1024
+  min_feature_count: 3
+  integer_features: BUCKETS_AND_LOG_DENSE
+  empty_field_signs: true
+  synthetic: {rows: 0}
+YAML
+out=$("$SAMPAN" run "$job2.yaml" 2>&1) || { fail "run lr exited $?"; echo "$out" | tail -5; }
+kept=$(grep -ho 'min_feature_count 3: [0-9]* signs keep' "$job2"/logs/trainer-*.log | sort -u)
+[ "$(echo "$kept" | grep -c .)" -eq 1 ] && pass "run lr: both trainers: $kept" \
+  || fail "run lr: rare-sign counts differ or missing: '$kept'"
+grep -q "^min_feature_count=3" "$job2/model/MODEL" \
+  && pass "run lr: the export records min_feature_count" || fail "run lr: MODEL lacks min_feature_count"
+same_metrics "run lr (log inputs, rare signs)" "$job2/model" "$TMP/data/test.tsv" "$job2/result.txt"
 
 # 3. Errors.
 "$SAMPAN" eval "$TMP/deepfm/model" >/dev/null 2>&1

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "trainer/batch_keys.h"
 #include "trainer/data/dataset.h"
+#include "trainer/data/rare_signs.h"
 #include "trainer/data_options.h"
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
@@ -22,7 +23,7 @@ namespace {
 void MergeUnknownSigns(const SparseRows& sparse, Dataset* data) {
   for (size_t j = 0; j < data->signs.size(); ++j) {
     if (!sparse.index.contains(data->signs[j])) {
-      data->signs[j] = FeatureSign(data->slots[j], "__rare__");
+      data->signs[j] = RareSign(data->slots[j]);
     }
   }
 }

@@ -11,13 +11,14 @@
 namespace sampan {
 
 absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
-                               const RowReader& read) {
+                               const RowReader& read, const RareSigns* rare) {
   absl::flat_hash_set<uint64_t> keys = {kBiasSign};
   Batch batch;
   for (const TrainPart& part : TrainPartsOf(config, rank)) {
     auto reader = CriteoReader::Open(part.path, part.options);
     if (!reader.ok()) return reader.status();
     while ((*reader)->NextBatch(1 << 14, &batch)) {
+      if (rare != nullptr) rare->Apply(&batch.signs, batch.slots);
       keys.insert(batch.signs.begin(), batch.signs.end());
     }
     if (!(*reader)->read_status().ok()) return (*reader)->read_status();

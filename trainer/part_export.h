@@ -8,13 +8,17 @@
 
 #include "absl/status/status.h"
 #include "proto/job.pb.h"
+#include "trainer/data/rare_signs.h"
 #include "trainer/model_export.h"
 
 namespace sampan {
 
 // Writes sparse-<rank>.bin of ModelDir(config), reading rows through `read`.
+// With `rare` (data.min_feature_count) the part's rare signs are read as
+// their slots' rare signs, as they were trained.
 absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
-                               const RowReader& read);
+                               const RowReader& read,
+                               const RareSigns* rare = nullptr);
 
 }  // namespace sampan
 

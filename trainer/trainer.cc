@@ -34,6 +34,7 @@
 #include "trainer/model/model_io.h"
 #include "trainer/model_export.h"
 #include "trainer/part_export.h"
+#include "trainer/rare_count.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
 
@@ -48,16 +49,21 @@ std::string WindowNote(const coord::DataPosition& p) {
   return absl::StrCat(" (+", p.window_skip(), " rows of its shuffle window)");
 }
 
-// The rank's InputQueue as the step loop's source.
+// The rank's InputQueue as the step loop's source, rare signs merged when
+// data.min_feature_count asks (set before the loop starts).
 class QueueSource : public BatchSource {
  public:
   explicit QueueSource(InputQueue* queue) : queue_(queue) {}
+  void set_rare(const RareSigns* rare) { rare_ = rare; }
   bool Next(Batch* batch, absl::Status* error) override {
-    return queue_->Next(batch, error);
+    if (!queue_->Next(batch, error)) return false;
+    if (rare_ != nullptr) rare_->Apply(&batch->signs, batch->slots);
+    return true;
   }
 
  private:
   InputQueue* const queue_;
+  const RareSigns* rare_ = nullptr;
 };
 
 class Trainer : public StepObserver {
@@ -88,14 +94,13 @@ class Trainer : public StepObserver {
   }
 
   absl::Status Run() {
-    if (config_.data().integer_features() >= DataConfig::LOG_DENSE) {
-      return absl::UnimplementedError(
-          "`sampan run` feeds integer fields as BUCKETS only; "
-          "data.integer_features LOG_DENSE needs `sampan train-local`");
-    }
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     model_ = std::make_unique<CtrModel>(o->model);
+    absl::StatusOr<std::unique_ptr<RareSigns>> rare = CountJobSigns(config_);
+    if (!rare.ok()) return rare.status();
+    rare_ = std::move(*rare);
+    source_.set_rare(rare_.get());
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
     absl::Status status = Train(o->dense);
@@ -373,16 +378,18 @@ class Trainer : public StepObserver {
   // After the "trained" barrier; see part_export.h.
   absl::Status Export() {
     const int trainers = config_.cluster().num_trainers();
-    absl::Status s =
-        ExportTrainerPart(config_, rank_, model_->row_dim(),
-                          [this](absl::Span<const uint64_t> keys, float* out) {
-                            return ps_->Pull(keys, false, out);
-                          });
+    absl::Status s = ExportTrainerPart(
+        config_, rank_, model_->row_dim(),
+        [this](absl::Span<const uint64_t> keys, float* out) {
+          return ps_->Pull(keys, false, out);
+        },
+        rare_.get());
     if (s.ok() && rank_ == 0) s = SaveDense();
     if (s.ok()) s = coordinator_.Barrier("exported", trainers, rank_);
     if (s.ok() && rank_ == 0) {
       ModelManifest manifest;
       manifest.sparse_parts = trainers;
+      if (rare_ != nullptr) manifest.min_feature_count = rare_->min_count();
       s = FinishModelDir(ModelDir(config_), config_, manifest);
     }
     return s;
@@ -409,6 +416,7 @@ class Trainer : public StepObserver {
       auto reader = CriteoReader::Open(path, ReaderOptionsFromJob(config_));
       if (!reader.ok()) return reader.status();
       while ((*reader)->NextBatch(config_.data().batch_size(), &w.batch)) {
+        if (rare_ != nullptr) rare_->Apply(&w.batch.signs, w.batch.slots);
         absl::Status st =
             Predict(*model_, rows_.get(), DenseWeightsAtEnd(), &w);
         if (!st.ok()) return st;
@@ -494,6 +502,7 @@ class Trainer : public StepObserver {
   std::unique_ptr<PsClient> ps_;
   std::unique_ptr<PsClient> ps_dense_;  // table kDenseTableId
   std::unique_ptr<SparseStore> rows_;   // over ps_
+  std::unique_ptr<RareSigns> rare_;     // data.min_feature_count; may be null
   const bool checkpoints_;  // checkpoint.every_steps or every_seconds set
   CheckpointGate gate_;
   absl::Notification stop_;

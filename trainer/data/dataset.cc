@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/hash.h"
+#include "trainer/data/rare_signs.h"
 
 namespace sampan {
 
@@ -58,18 +59,11 @@ bool Dataset::AddLine(std::string_view line) {
 
 void MergeRareSigns(int min_count, Dataset* train,
                     const std::vector<Dataset*>& others) {
-  absl::flat_hash_map<uint64_t, uint32_t> count;
-  for (uint64_t s : train->signs) ++count[s];
-  auto remap = [&](Dataset* d) {
-    for (size_t j = 0; j < d->signs.size(); ++j) {
-      auto it = count.find(d->signs[j]);
-      if (it == count.end() || it->second < uint32_t(min_count)) {
-        d->signs[j] = FeatureSign(d->slots[j], "__rare__");
-      }
-    }
-  };
-  for (Dataset* d : others) remap(d);
-  remap(train);
+  RareSigns rare(min_count);
+  rare.Count(train->signs);
+  rare.Freeze();
+  for (Dataset* d : others) rare.Apply(&d->signs, d->slots);
+  rare.Apply(&train->signs, train->slots);
 }
 
 absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
