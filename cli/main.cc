@@ -341,6 +341,10 @@ int ValidateMain(int argc, char** argv) {
         absl::InvalidArgumentError("usage: sampan validate JOB.yaml"));
   absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
   if (!config.ok()) return ConfigError(config.status());
+  if (absl::Status s = ValidateForRun(*config); !s.ok()) {
+    return ConfigError(
+        absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+  }
   std::cout << argv[2] << ": ok (" << ModelType_Name(config->model().type())
             << ", " << config->cluster().num_pservers() << " pservers, "
             << config->cluster().num_trainers() << " trainers)\n";
@@ -355,6 +359,10 @@ int RunMain(int argc, char** argv) {
   }
   absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
   if (!config.ok()) return ConfigError(config.status());
+  if (absl::Status s = ValidateForRun(*config); !s.ok()) {
+    return ConfigError(
+        absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+  }
   return RunLocalJob(*config, resume);
 }
 

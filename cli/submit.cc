@@ -60,6 +60,9 @@ absl::StatusOr<RenderArgs> ParseRenderArgs(int argc, char** argv) {
   }
   absl::StatusOr<JobConfig> job = LoadJobConfig(config);
   if (!job.ok()) return job.status();
+  if (absl::Status s = ValidateForRun(*job); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(config, ": ", s.message()));
+  }
   args.job = *job;
   return args;
 }

@@ -557,4 +557,14 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
   });
 }
 
+absl::Status ValidateForRun(const JobConfig& config) {
+  if (config.data().validation_fraction() > 0) {
+    return Invalid("data.validation_fraction",
+                   "early stopping on a validation slice is `sampan "
+                   "train-local` only for now; `sampan run` trains every "
+                   "epoch (set it to 0)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace sampan

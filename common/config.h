@@ -32,6 +32,11 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
 // given when no synthetic data is asked for). Messages name the field path.
 absl::Status ValidateJobConfig(const JobConfig& config);
 
+// What `sampan run` (and render, submit, validate) cannot do yet of what
+// ValidateJobConfig accepts for `sampan train-local`: an error naming the
+// field, so that the job is refused before anything starts.
+absl::Status ValidateForRun(const JobConfig& config);
+
 }  // namespace sampan
 
 #endif  // SAMPAN_COMMON_CONFIG_H_

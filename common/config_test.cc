@@ -419,5 +419,16 @@ TEST(ConfigTest, KubernetesQuantitiesAreChecked) {
           .ok());
 }
 
+TEST(ConfigTest, RunRefusesWhatOnlyTrainLocalDoes) {
+  JobConfig config = DefaultJobConfig();
+  EXPECT_TRUE(ValidateForRun(config).ok());
+  config.mutable_data()->set_validation_fraction(0.1);
+  ASSERT_TRUE(ValidateJobConfig(config).ok());  // train-local takes it
+  const absl::Status s = ValidateForRun(config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              StartsWith("data.validation_fraction: "));
+}
+
 }  // namespace
 }  // namespace sampan
