@@ -54,8 +54,10 @@ commands:
                           finished run or train-local) on a data file of
                           its format; prints AUC, logloss, COPC and rows
   gen-data --out=DIR [--rows=N] [--seed=S] [--test_fraction=F]
+           [--vocab_scale=K]
                           write Criteo-shaped synthetic data from a planted
-                          model (train.tsv, test.tsv, test.planted)
+                          model (train.tsv, test.tsv, test.planted); K
+                          multiplies each categorical vocabulary
   render JOB.yaml --target=k8s -o DIR
                           write Kubernetes objects (a kustomize directory);
                           --target=config prints the job with every field
@@ -390,8 +392,8 @@ int EvalMain(int argc, char** argv) {
 }
 
 int GenDataMain(int argc, char** argv) {
-  absl::StatusOr<Flags> flags =
-      Flags::Parse(argc, argv, 2, {"out", "rows", "seed", "test_fraction"});
+  absl::StatusOr<Flags> flags = Flags::Parse(
+      argc, argv, 2, {"out", "rows", "seed", "test_fraction", "vocab_scale"});
   if (!flags.ok()) return ConfigError(flags.status());
   if (!flags->Has("out")) {
     return ConfigError(absl::InvalidArgumentError("--out=DIR is required"));
@@ -399,6 +401,12 @@ int GenDataMain(int argc, char** argv) {
   SyntheticOptions options;
   options.rows = IntFlagOrExit(*flags, "rows", 1000000);
   options.seed = IntFlagOrExit(*flags, "seed", 1);
+  const int64_t vocab_scale = IntFlagOrExit(*flags, "vocab_scale", 1);
+  if (vocab_scale < 1 || vocab_scale > 1000) {
+    return ConfigError(absl::InvalidArgumentError(
+        absl::StrCat("--vocab_scale must be in [1, 1000], got ", vocab_scale)));
+  }
+  options.vocab_scale = uint32_t(vocab_scale);
   options.test_fraction = std::stod(flags->Get("test_fraction", "0.1"));
   const std::string dir = flags->Get("out");
   std::filesystem::create_directories(dir);

@@ -123,14 +123,14 @@ struct Model {
   std::vector<float> bucket_weight[kIntSlots];
 };
 
-void MakeModel(uint64_t seed, Model* m) {
+void MakeModel(uint64_t seed, uint32_t vocab_scale, Model* m) {
   Rng rng(Mix64(seed ^ 0x5eed0f0de1ULL));
   static const char kHex[] = "0123456789abcdef";
   for (int s = 0; s < kCatSlots; ++s) {
     const CatSlotSpec& spec = kCatSpecs[s];
     CatSlot& c = m->cat[s];
     c.empty = spec.empty;
-    const uint32_t n = spec.vocab;
+    const uint32_t n = spec.vocab * std::max<uint32_t>(1, vocab_scale);
     c.cdf.resize(n);
     double total = 0;
     for (uint32_t i = 0; i < n; ++i) {
@@ -251,7 +251,7 @@ absl::StatusOr<SyntheticResult> GenerateCriteoData(
         "test_fraction must be in [0, 1], got ", options.test_fraction));
   }
   Model model;
-  MakeModel(options.seed, &model);
+  MakeModel(options.seed, options.vocab_scale, &model);
 
   SyntheticResult result;
   result.train_rows = std::min<uint64_t>(

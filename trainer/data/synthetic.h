@@ -27,6 +27,11 @@ struct SyntheticOptions {
   uint64_t seed = 1;
   // The last test_fraction of the rows go to the test file.
   double test_fraction = 0.1;
+  // Multiplies every categorical slot's vocabulary (the Zipf tail grows):
+  // 1 is the data every figure so far used; 20 makes ~9M possible values,
+  // millions of them seen in a million rows (rows being created, as in a
+  // large table's first pass).
+  uint32_t vocab_scale = 1;
 };
 
 struct SyntheticResult {
