@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -58,6 +59,12 @@ commands:
                           write Criteo-shaped synthetic data from a planted
                           model (train.tsv, test.tsv, test.planted); K
                           multiplies each categorical vocabulary
+  gen-data --out=ROOT --stream_days=D [--passes_per_day=24]
+           [--parts_per_pass=2] [--rows=ROWS_PER_PASS] [--drift=0.05]
+           [--start_day=2026-12-01] [--seed=S]
+                          write a stream of passes ROOT/YYYYMMDD/HH/part-*
+                          with _SUCCESS markers from a planted model whose
+                          values drift every day
   render JOB.yaml --target=k8s -o DIR
                           write Kubernetes objects (a kustomize directory);
                           --target=config prints the job with every field
@@ -391,13 +398,44 @@ int EvalMain(int argc, char** argv) {
   return 0;
 }
 
+// gen-data --stream_days=D: the pass layout of continuous training.
+int GenStreamMain(const Flags& flags) {
+  StreamOptions options;
+  options.days = IntFlagOrExit(flags, "stream_days", 2);
+  options.passes_per_day = IntFlagOrExit(flags, "passes_per_day", 24);
+  options.parts_per_pass = IntFlagOrExit(flags, "parts_per_pass", 2);
+  options.rows_per_pass = IntFlagOrExit(flags, "rows", 100000);
+  options.seed = IntFlagOrExit(flags, "seed", 1);
+  if (!absl::SimpleAtod(flags.Get("drift", "0.05"), &options.drift)) {
+    return ConfigError(absl::InvalidArgumentError(
+        "--drift: expected a number, got \"" + flags.Get("drift") + "\""));
+  }
+  options.start_day = flags.Get("start_day", options.start_day);
+  const std::string root = flags.Get("out");
+  absl::StatusOr<StreamResult> r = GenerateCriteoStream(options, root);
+  if (!r.ok()) {
+    return r.status().code() == absl::StatusCode::kInvalidArgument
+               ? ConfigError(r.status())
+               : Fail(r.status());
+  }
+  std::cout << absl::StrFormat(
+      "wrote %d passes of %d rows under %s (%s .. %s, marker %s)\n"
+      "planted model on every row: AUC %.6f\n",
+      r->passes.size(), options.rows_per_pass, root, r->passes.front(),
+      r->passes.back(), options.marker, r->planted_auc);
+  return 0;
+}
+
 int GenDataMain(int argc, char** argv) {
   absl::StatusOr<Flags> flags = Flags::Parse(
-      argc, argv, 2, {"out", "rows", "seed", "test_fraction", "vocab_scale"});
+      argc, argv, 2,
+      {"out", "rows", "seed", "test_fraction", "vocab_scale", "stream_days",
+       "passes_per_day", "parts_per_pass", "drift", "start_day"});
   if (!flags.ok()) return ConfigError(flags.status());
   if (!flags->Has("out")) {
     return ConfigError(absl::InvalidArgumentError("--out=DIR is required"));
   }
+  if (flags->Has("stream_days")) return GenStreamMain(*flags);
   SyntheticOptions options;
   options.rows = IntFlagOrExit(*flags, "rows", 1000000);
   options.seed = IntFlagOrExit(*flags, "seed", 1);

@@ -6,11 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/civil_time.h"
 #include "common/hash.h"
 #include "trainer/eval/auc.h"
 
@@ -199,6 +202,61 @@ void MakeModel(uint64_t seed, uint32_t vocab_scale, Model* m) {
   }
 }
 
+// Draws one row into *end (advanced past its newline; the row starts with
+// its label) and returns its planted probability. `offset` (may be null)
+// rotates each categorical slot's values: rank i of slot s draws value
+// (i + offset[s]) % vocabulary, so a stream's popular values drift.
+double MakeRow(const Model& model, const uint32_t* offset, Rng* rng, char** end,
+               bool* positive) {
+  uint32_t value[kCatSlots];
+  bool present[kCatSlots];
+  char* const row = *end;
+  double logit = kBias;
+  char* p = row + 1;  // row[0] is the label, filled in last
+
+  for (int s = 0; s < kIntSlots; ++s) {
+    const IntSlotSpec& spec = kIntSpecs[s];
+    *p++ = '\t';
+    if (spec.empty > 0 && rng->Uniform() < spec.empty) continue;
+    int64_t v;
+    if (spec.negative > 0 && rng->Uniform() < spec.negative) {
+      v = -1;
+    } else {
+      const double x = std::exp(spec.mu + spec.sd * rng->Normal()) - 0.5;
+      v = x < 0 ? 0 : (x > 1e15 ? int64_t{1000000000000000} : int64_t(x));
+    }
+    const int64_t b = std::min<int64_t>(Bucket(v), Model::kMaxBucket);
+    logit += model.bucket_weight[s][b + 1];
+    p = std::to_chars(p, p + 24, v).ptr;
+  }
+  for (int s = 0; s < kCatSlots; ++s) {
+    const CatSlot& c = model.cat[s];
+    *p++ = '\t';
+    present[s] = !(c.empty > 0 && rng->Uniform() < c.empty);
+    if (!present[s]) continue;
+    uint32_t v = c.Sample(rng->Uniform());
+    if (offset != nullptr)
+      v = uint32_t((uint64_t{v} + offset[s]) % c.weight.size());
+    value[s] = v;
+    logit += c.weight[v];
+    std::memcpy(p, &c.tokens[size_t{v} * 8], 8);
+    p += 8;
+  }
+  for (const auto& pair : kPairs) {
+    const int a = pair[0], b = pair[1];
+    if (!present[a] || !present[b]) continue;
+    const float* va = &model.cat[a].latent[size_t{value[a]} * kLatentDim];
+    const float* vb = &model.cat[b].latent[size_t{value[b]} * kLatentDim];
+    for (int k = 0; k < kLatentDim; ++k) logit += va[k] * vb[k];
+  }
+  *p++ = '\n';
+  const double prob = 1.0 / (1.0 + std::exp(-logit));
+  *positive = rng->Uniform() < prob;
+  row[0] = *positive ? '1' : '0';
+  *end = p;
+  return prob;
+}
+
 class Output {
  public:
   Output(std::string path) : path_(std::move(path)) {}
@@ -273,52 +331,12 @@ absl::StatusOr<SyntheticResult> GenerateCriteoData(
   uint64_t train_positives = 0;
 
   Rng rng(Mix64(options.seed) ^ 0x2545f4914f6cdd1dULL);
-  uint32_t value[kCatSlots];
-  bool present[kCatSlots];
   char row[1024];
   for (uint64_t r = 0; r < options.rows; ++r) {
     const bool is_test = r >= result.train_rows;
-    double logit = kBias;
-    char* p = row + 1;  // row[0] is the label, filled in last
-
-    for (int s = 0; s < kIntSlots; ++s) {
-      const IntSlotSpec& spec = kIntSpecs[s];
-      *p++ = '\t';
-      if (spec.empty > 0 && rng.Uniform() < spec.empty) continue;
-      int64_t v;
-      if (spec.negative > 0 && rng.Uniform() < spec.negative) {
-        v = -1;
-      } else {
-        const double x = std::exp(spec.mu + spec.sd * rng.Normal()) - 0.5;
-        v = x < 0 ? 0 : (x > 1e15 ? int64_t{1000000000000000} : int64_t(x));
-      }
-      const int64_t b = std::min<int64_t>(Bucket(v), Model::kMaxBucket);
-      logit += model.bucket_weight[s][b + 1];
-      p = std::to_chars(p, p + 24, v).ptr;
-    }
-    for (int s = 0; s < kCatSlots; ++s) {
-      const CatSlot& c = model.cat[s];
-      *p++ = '\t';
-      present[s] = !(c.empty > 0 && rng.Uniform() < c.empty);
-      if (!present[s]) continue;
-      const uint32_t v = c.Sample(rng.Uniform());
-      value[s] = v;
-      logit += c.weight[v];
-      std::memcpy(p, &c.tokens[size_t{v} * 8], 8);
-      p += 8;
-    }
-    for (const auto& pair : kPairs) {
-      const int a = pair[0], b = pair[1];
-      if (!present[a] || !present[b]) continue;
-      const float* va = &model.cat[a].latent[size_t{value[a]} * kLatentDim];
-      const float* vb = &model.cat[b].latent[size_t{value[b]} * kLatentDim];
-      for (int k = 0; k < kLatentDim; ++k) logit += va[k] * vb[k];
-    }
-    *p++ = '\n';
-
-    const double prob = 1.0 / (1.0 + std::exp(-logit));
-    const bool positive = rng.Uniform() < prob;
-    row[0] = positive ? '1' : '0';
+    bool positive = false;
+    char* p = row;
+    const double prob = MakeRow(model, nullptr, &rng, &p, &positive);
     Output& out = is_test ? test : train;
     out.buf()->append(row, p - row);
     if (absl::Status s = out.MaybeFlush(); !s.ok()) return s;
@@ -348,6 +366,77 @@ absl::StatusOr<SyntheticResult> GenerateCriteoData(
   result.planted_test_auc = ExactAuc(test_probs, test_labels);
   result.planted_test_logloss =
       test_probs.empty() ? 0.0 : LogLoss(test_probs, test_labels);
+  return result;
+}
+
+absl::StatusOr<StreamResult> GenerateCriteoStream(const StreamOptions& options,
+                                                  const std::string& root) {
+  if (options.days < 1 || options.passes_per_day < 1 ||
+      options.passes_per_day > 24 || options.parts_per_pass < 1) {
+    return absl::InvalidArgumentError(
+        "a stream needs days >= 1, passes_per_day in [1, 24] and "
+        "parts_per_pass >= 1");
+  }
+  if (!(options.drift >= 0 && options.drift < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("drift must be in [0, 1), got ", options.drift));
+  }
+  absl::CivilDay day;
+  if (!absl::ParseCivilTime(options.start_day, &day)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_day must be YYYY-MM-DD, got \"", options.start_day, "\""));
+  }
+  Model model;
+  MakeModel(options.seed, options.vocab_scale, &model);
+  Rng rng(Mix64(options.seed) ^ 0x57a3e4d0c0ffee11ULL);
+  StreamResult result;
+  std::vector<float> probs, labels;
+  uint32_t offset[kCatSlots];
+  char row[1024];
+  for (int d = 0; d < options.days; ++d, ++day) {
+    for (int s = 0; s < kCatSlots; ++s) {
+      offset[s] = uint32_t(std::llround(d * options.drift *
+                                        model.cat[s].weight.size())) %
+                  model.cat[s].weight.size();
+    }
+    const std::string date = absl::FormatCivilTime(day);  // YYYY-MM-DD
+    const std::string ymd =
+        absl::StrCat(date.substr(0, 4), date.substr(5, 2), date.substr(8, 2));
+    for (int h = 0; h < options.passes_per_day; ++h) {
+      const int hour = h * 24 / options.passes_per_day;
+      const std::string dir = absl::StrFormat("%s/%s/%02d", root, ymd, hour);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("cannot create ", dir, ": ", ec.message()));
+      }
+      for (int part = 0; part < options.parts_per_pass; ++part) {
+        Output out(absl::StrFormat("%s/part-%05d", dir, part));
+        if (absl::Status st = out.Open(); !st.ok()) return st;
+        const uint64_t rows =
+            options.rows_per_pass / options.parts_per_pass +
+            (uint64_t(part) < options.rows_per_pass % options.parts_per_pass);
+        for (uint64_t r = 0; r < rows; ++r) {
+          bool positive = false;
+          char* p = row;
+          probs.push_back(float(MakeRow(model, offset, &rng, &p, &positive)));
+          labels.push_back(positive ? 1.0f : 0.0f);
+          out.buf()->append(row, p - row);
+          if (absl::Status st = out.MaybeFlush(); !st.ok()) return st;
+        }
+        if (absl::Status st = out.Close(); !st.ok()) return st;
+      }
+      // Written last: a pass is ready once its marker exists.
+      Output marker(absl::StrCat(dir, "/", options.marker));
+      if (absl::Status st = marker.Open(); !st.ok()) return st;
+      if (absl::Status st = marker.Close(); !st.ok()) return st;
+      result.passes.push_back(
+          absl::StrCat(ymd, "/", absl::StrFormat("%02d", hour)));
+      result.rows += options.rows_per_pass;
+    }
+  }
+  result.planted_auc = ExactAuc(probs, labels);
   return result;
 }
 

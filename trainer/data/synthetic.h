@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -50,6 +51,36 @@ struct SyntheticResult {
 absl::StatusOr<SyntheticResult> GenerateCriteoData(
     const SyntheticOptions& options, const std::string& train_path,
     const std::string& test_path, const std::string& planted_path);
+
+// A stream of hourly passes (the continuous-training layout): under
+// `root`, days x passes_per_day directories ROOT/YYYYMMDD/HH, each with
+// parts_per_pass files part-NNNNN of 40-field Criteo TSV and, written
+// last, the done-marker. The planted model is the same every day but its
+// data drift: each day every categorical slot's values rotate by `drift`
+// of its vocabulary, so popular values of one day fade from the next and
+// values never seen before become common (what eviction and warm start
+// have to cope with). Deterministic in the options.
+struct StreamOptions {
+  uint64_t rows_per_pass = 100000;
+  int days = 2;
+  int passes_per_day = 24;  // pass h of a day is hour h * 24 / passes
+  int parts_per_pass = 2;
+  double drift = 0.05;
+  std::string start_day = "2026-12-01";  // YYYY-MM-DD
+  std::string marker = "_SUCCESS";
+  uint64_t seed = 1;
+  uint32_t vocab_scale = 1;
+};
+
+struct StreamResult {
+  std::vector<std::string> passes;  // "YYYYMMDD/HH", in order
+  uint64_t rows = 0;
+  // AUC of the planted probabilities over every row written.
+  double planted_auc = 0;
+};
+
+absl::StatusOr<StreamResult> GenerateCriteoStream(const StreamOptions& options,
+                                                  const std::string& root);
 
 }  // namespace sampan
 

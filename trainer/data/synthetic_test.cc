@@ -1,12 +1,16 @@
 #include "trainer/data/synthetic.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainer/data/batch.h"
@@ -216,6 +220,73 @@ TEST(SyntheticTest, LearnableInOnePass) {
   EXPECT_LE(auc, result->planted_test_auc + 0.01);
   std::printf("one-pass LR test AUC %.4f, planted %.4f\n", auc,
               result->planted_test_auc);
+}
+
+// The categorical tokens (fields 14..39) of every row of a pass.
+std::set<std::string> PassTokens(const std::string& dir, int parts) {
+  std::set<std::string> tokens;
+  for (int p = 0; p < parts; ++p) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "/part-%05d", p);
+    for (const std::string& line : Lines(ReadFile(dir + name))) {
+      std::vector<std::string> f = absl::StrSplit(line, '\t');
+      for (size_t i = 14; i < f.size(); ++i) {
+        if (!f[i].empty()) tokens.insert(absl::StrCat(i, ":", f[i]));
+      }
+    }
+  }
+  return tokens;
+}
+
+TEST(SyntheticStreamTest, WritesPassesWithMarkersAndDrifts) {
+  const std::string root = TempPath("stream");
+  StreamOptions o;
+  o.rows_per_pass = 3001;
+  o.days = 2;
+  o.passes_per_day = 2;
+  o.parts_per_pass = 2;
+  o.drift = 0.2;
+  o.start_day = "2026-12-31";  // the next day is in the next year
+  absl::StatusOr<StreamResult> r = GenerateCriteoStream(o, root);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->passes,
+            (std::vector<std::string>{"20261231/00", "20261231/12",
+                                      "20270101/00", "20270101/12"}));
+  EXPECT_EQ(r->rows, 4u * 3001);
+  EXPECT_GT(r->planted_auc, 0.75);
+  for (const std::string& pass : r->passes) {
+    const std::string dir = root + "/" + pass;
+    EXPECT_TRUE(std::ifstream(dir + "/_SUCCESS").good()) << dir;
+    EXPECT_EQ(Lines(ReadFile(dir + "/part-00000")).size(), 1501u);
+    EXPECT_EQ(Lines(ReadFile(dir + "/part-00001")).size(), 1500u);
+  }
+  // Within a day the values are the same population; the next day's
+  // rotation brings values the first day never had.
+  const std::set<std::string> a = PassTokens(root + "/20261231/00", 2),
+                              b = PassTokens(root + "/20261231/12", 2),
+                              c = PassTokens(root + "/20270101/00", 2);
+  auto unseen = [&](const std::set<std::string>& day) {
+    size_t n = 0;
+    for (const std::string& t : day) n += !a.count(t);
+    return double(n) / day.size();
+  };
+  EXPECT_GT(unseen(c), unseen(b) + 0.1) << unseen(b) << " " << unseen(c);
+  // Deterministic in its options.
+  const std::string again = TempPath("stream2");
+  ASSERT_TRUE(GenerateCriteoStream(o, again).ok());
+  EXPECT_EQ(ReadFile(again + "/20270101/12/part-00001"),
+            ReadFile(root + "/20270101/12/part-00001"));
+}
+
+TEST(SyntheticStreamTest, RefusesBadOptions) {
+  StreamOptions o;
+  o.passes_per_day = 25;
+  EXPECT_EQ(GenerateCriteoStream(o, TempPath("bad")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o.passes_per_day = 24;
+  o.start_day = "2026-13-01";
+  EXPECT_EQ(GenerateCriteoStream(o, TempPath("bad")).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
