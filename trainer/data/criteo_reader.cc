@@ -48,9 +48,12 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(
     return OpenGzip(path, options, size);
   }
   std::rewind(file);
+  const uint64_t limit = std::min(size, options.range_end);
+  const uint64_t first = std::min(options.range_begin, limit);
   auto offset = [&](int part) {
-    return static_cast<uint64_t>(static_cast<unsigned __int128>(size) * part /
-                                 options.num_parts);
+    return first +
+           static_cast<uint64_t>(static_cast<unsigned __int128>(limit - first) *
+                                 part / options.num_parts);
   };
   const uint64_t begin = offset(options.part);
   const uint64_t end = offset(options.part + 1);
@@ -93,11 +96,11 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(
     }
   }
   if (options.start_offset > 0) {
-    if (options.start_offset < start || options.start_offset > size) {
+    if (options.start_offset < start || options.start_offset > limit) {
       std::fclose(file);
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": resume offset ", options.start_offset, " is outside part ",
-          options.part, " [", start, ", ", size, "]"));
+          options.part, " [", start, ", ", limit, "]"));
     }
     start = options.start_offset;
   }
@@ -143,26 +146,35 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::OpenGzip(
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
   }
   gzbuffer(gz, 1 << 20);
+  const uint64_t begin = options.range_begin;
+  if (options.start_offset > 0 && (options.start_offset < begin ||
+                                   options.start_offset > options.range_end)) {
+    gzclose(gz);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": resume offset ", options.start_offset,
+                     " is outside [", begin, ", ", options.range_end, "]"));
+  }
+  const uint64_t offset = std::max(options.start_offset, begin);
   // zlib defers a forward seek on reading to the first read: fill the
   // buffer, then an offset past the uncompressed end shows as a position
   // short of it.
-  const z_off_t start = static_cast<z_off_t>(options.start_offset);
+  const z_off_t start = static_cast<z_off_t>(offset);
   if (start < 0 || gzseek(gz, start, SEEK_SET) != start) {
     gzclose(gz);
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": cannot seek to resume offset ", options.start_offset));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot seek to offset ", offset));
   }
   // Text rarely compresses past 10x; the buffer doubles if it does.
   auto reader = std::unique_ptr<CriteoReader>(new CriteoReader(
-      path, nullptr, options, UINT64_MAX, 0, UINT64_MAX, options.start_offset,
-      0, std::min<uint64_t>(kReadBlock, 10 * compressed_size + 4096)));
+      path, nullptr, options, UINT64_MAX, begin, options.range_end, offset, 0,
+      std::min<uint64_t>(kReadBlock, 10 * compressed_size + 4096)));
   reader->gz_ = gz;
   reader->compressed_size_ = compressed_size;
   reader->Fill();
   if (!reader->read_status_.ok()) return reader->read_status_;
   if (gztell(gz) < start) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": resume offset ", options.start_offset,
+        absl::StrCat(path, ": offset ", offset,
                      " is past the end of its uncompressed bytes"));
   }
   return reader;
@@ -283,7 +295,7 @@ bool CriteoReader::NextBatch(size_t max_rows, Batch* batch) {
 
 double CriteoReader::fraction_done() const {
   if (done_ || end_ <= begin_) return 1.0;
-  if (gz_ != nullptr) {
+  if (gz_ != nullptr && end_ == UINT64_MAX) {
     return std::clamp(static_cast<double>(gzoffset(gz_)) /
                           std::max<uint64_t>(1, compressed_size_),
                       0.0, 1.0);

@@ -7,8 +7,8 @@
 //
 // Input may be gzip (detected by its magic bytes): such a file can only be
 // read whole, by one part (a trainer per file: data.split BY_FILE), and
-// offsets are into its uncompressed bytes (a resume decompresses up to its
-// offset).
+// offsets are into its uncompressed bytes (a resume, or a range that starts
+// past 0, decompresses up to its offset).
 //
 // A reader owns its file and is used by one thread at a time.
 #ifndef SAMPAN_TRAINER_DATA_CRITEO_READER_H_
@@ -37,6 +37,12 @@ struct CriteoReaderOptions {
   // starts. Lets N trainers split one file without coordination.
   int part = 0;
   int num_parts = 1;
+  // Only the lines that start in the byte range [range_begin, range_end)
+  // of the file (uncompressed offsets; range_begin 0 or a line start), and
+  // the parts split this range instead of the whole file: the head or the
+  // held-out tail of a file (holdout.h).
+  uint64_t range_begin = 0;
+  uint64_t range_end = UINT64_MAX;
   // Malformed lines are logged (file:line: reason) up to this many times,
   // then only counted.
   int max_logged_errors = 10;
@@ -74,7 +80,7 @@ class CriteoReader {
   // between batches.
   uint64_t position() const { return pos_; }
   // Fraction of this reader's byte range consumed (of a gzip file's
-  // compressed bytes), in [0, 1].
+  // compressed bytes unless range_end is set), in [0, 1].
   double fraction_done() const;
 
  private:

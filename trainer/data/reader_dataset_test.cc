@@ -1,6 +1,7 @@
 // The streaming reader (`sampan run`) and LoadDataset (`sampan train-local`)
 // make the same examples of the same file: for every format and integer
-// option, plain or gzip, whole or as the union of its byte-range parts.
+// option, plain or gzip, whole or as the union of its byte-range parts; and
+// the head and tail of a held-out split (holdout.h) are train-local's.
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "trainer/data/batch.h"
 #include "trainer/data/criteo_reader.h"
 #include "trainer/data/dataset.h"
+#include "trainer/data/holdout.h"
 #include "trainer/data/test_files.h"
 
 namespace sampan {
@@ -90,8 +92,10 @@ struct Read {
   uint64_t bad = 0;
 };
 
-// Every row of `path` read in `parts` byte-range parts, in part order.
-Read ReadParts(const std::string& path, const ParseOptions& parse, int parts) {
+// Every row of `path` (of its bytes [begin, end)) read in `parts`
+// byte-range parts, in part order.
+Read ReadParts(const std::string& path, const ParseOptions& parse, int parts,
+               uint64_t begin = 0, uint64_t end = UINT64_MAX) {
   Read read;
   read.rows.Clear();
   for (int part = 0; part < parts; ++part) {
@@ -99,6 +103,8 @@ Read ReadParts(const std::string& path, const ParseOptions& parse, int parts) {
     options.parse = parse;
     options.part = part;
     options.num_parts = parts;
+    options.range_begin = begin;
+    options.range_end = end;
     options.max_logged_errors = 0;
     auto reader = CriteoReader::Open(path, options);
     EXPECT_TRUE(reader.ok()) << reader.status();
@@ -179,6 +185,78 @@ TEST(ReaderDatasetTest, SameExamplesInEveryFormatPlainGzipAndParts) {
       EXPECT_EQ(joined.bad, data->bad_rows);
     }
   }
+}
+
+// LoadDataset's rows of lines [begin, end) of `path` (as fractions).
+Batch Loaded(const std::string& path, const ParseOptions& parse, double begin,
+             double end, uint64_t* lines) {
+  LoadOptions load;
+  load.parse = parse;
+  load.max_bad_fraction = 1;
+  load.begin_fraction = begin;
+  load.end_fraction = end;
+  auto data = LoadDataset(path, load);
+  EXPECT_TRUE(data.ok()) << data.status();
+  Batch rows;
+  rows.Clear();
+  if (!data.ok()) return rows;
+  std::vector<uint32_t> all(data->size());
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  data->Gather(all.data(), all.size(), &rows);
+  *lines = data->size() + data->bad_rows;
+  return rows;
+}
+
+TEST(ReaderDatasetTest, HoldoutHeadAndTailAreTrainLocalsSplit) {
+  for (DataFileFormat format : {DataFileFormat::kCriteo, DataFileFormat::kAvazu,
+                                DataFileFormat::kLibffm}) {
+    ParseOptions parse;
+    parse.format = format;
+    // Blank lines, which LoadDataset does not count, in the middle and at
+    // the end; the last line without its newline.
+    std::string text = Lines(format);
+    text.insert(text.find('\n', text.size() / 3) + 1, "\n\n");
+    text.insert(text.find('\n', text.size() * 2 / 3) + 1, "\n");
+    text.pop_back();
+    const std::string name = absl::StrCat("holdout-", static_cast<int>(format));
+    const std::string plain = TempPath(name), gz = TempPath(name + ".gz");
+    test::WriteFile(plain, text);
+    test::WriteGzip(gz, text);
+    // 1e-17: 1 - h is 1, every line in the head.
+    for (double h : {0.1, 0.25, 0.37, 0.5, 0.9, 1e-17}) {
+      SCOPED_TRACE(
+          absl::StrCat("format ", static_cast<int>(format), " holdout ", h));
+      uint64_t head_lines = 0, tail_lines = 0;
+      const Batch head = Loaded(plain, parse, 0, 1 - h, &head_lines);
+      const Batch tail = Loaded(plain, parse, 1 - h, 1, &tail_lines);
+      ASSERT_GT(head.size(), 0u);
+      if (h > 0.01) {
+        ASSERT_GT(tail.size(), 0u);
+      }
+      for (const std::string& path : {plain, gz}) {
+        SCOPED_TRACE(path);
+        auto split = FindHoldoutSplit(path, format, h);
+        ASSERT_TRUE(split.ok()) << split.status();
+        EXPECT_EQ(split->head_lines, head_lines);
+        EXPECT_EQ(split->tail_lines, tail_lines);
+        if (h < 0.01) {
+          EXPECT_EQ(split->tail_start, text.size());
+        }
+        // Gzip: one part only.
+        for (int parts :
+             path == gz ? std::vector<int>{1} : std::vector<int>{1, 2, 3}) {
+          SCOPED_TRACE(absl::StrCat(parts, " parts"));
+          ExpectSame(ReadParts(path, parse, parts, 0, split->tail_start).rows,
+                     head);
+          ExpectSame(ReadParts(path, parse, parts, split->tail_start).rows,
+                     tail);
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(
+      FindHoldoutSplit(TempPath("no-such-file"), DataFileFormat::kCriteo, 0.1)
+          .ok());
 }
 
 }  // namespace
