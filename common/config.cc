@@ -255,6 +255,11 @@ absl::Status ValidateData(const DataConfig& d) {
                      " needs a Criteo format, got ",
                      DataFormat_Name(d.format())));
   }
+  if (!(d.holdout_fraction() >= 0 && d.holdout_fraction() < 1)) {
+    return Invalid(
+        "data.holdout_fraction",
+        absl::StrCat("must be in [0, 1), got ", d.holdout_fraction()));
+  }
   if (!(d.validation_fraction() >= 0 && d.validation_fraction() < 1)) {
     return Invalid(
         "data.validation_fraction",

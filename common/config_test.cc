@@ -300,6 +300,8 @@ TEST(ConfigTest, ValidationFailureNamesPath) {
               HasSubstr("job.yaml: model.embedding_dim:"));
   EXPECT_THAT(ParseError("data:\n  max_bad_fraction: 1.5\n"),
               HasSubstr("job.yaml: data.max_bad_fraction:"));
+  EXPECT_THAT(ParseError("data:\n  holdout_fraction: 1\n"),
+              HasSubstr("job.yaml: data.holdout_fraction: must be in [0, 1)"));
   EXPECT_THAT(ParseError("table:\n  optimizer:\n    learning_rate: 0\n"),
               HasSubstr("job.yaml: table.optimizer.learning_rate:"));
   EXPECT_THAT(ParseError("output_dir: \"\"\n"),
