@@ -1,10 +1,18 @@
 #include "trainer/input_queue.h"
 
-#include <algorithm>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/hash.h"
+#include "common/log.h"
+#include "trainer/data/holdout.h"
 #include "trainer/data_options.h"
 
 namespace sampan {
@@ -116,20 +124,87 @@ uint64_t InputQueue::BadRows() const {
   return bad_rows_.load(std::memory_order_relaxed);
 }
 
-std::vector<TrainPart> TrainPartsOf(const JobConfig& config, int rank) {
+std::vector<DataPart> TrainPartsOf(const JobConfig& config, int rank) {
   const bool by_file = config.data().split() == DataConfig::BY_FILE;
   const int trainers = std::max<int>(1, config.cluster().num_trainers());
-  std::vector<TrainPart> parts;
+  const double holdout = config.data().test_files_size() == 0
+                             ? config.data().holdout_fraction()
+                             : 0;
+  std::vector<DataPart> parts;
   for (int f = 0; f < config.data().train_files_size(); ++f) {
     if (by_file && f % trainers != rank) continue;
-    TrainPart part;
+    DataPart part;
     part.path = config.data().train_files(f);
     part.options = ReaderOptionsFromJob(config);
     part.options.part = by_file ? 0 : rank;
     part.options.num_parts = by_file ? 1 : trainers;
+    part.holdout_fraction = holdout;
     parts.push_back(std::move(part));
   }
   return parts;
+}
+
+std::vector<DataPart> TestPartsOf(const JobConfig& config) {
+  std::vector<DataPart> parts;
+  const bool holdout = config.data().test_files_size() == 0 &&
+                       config.data().holdout_fraction() > 0;
+  for (const std::string& path :
+       holdout ? config.data().train_files() : config.data().test_files()) {
+    DataPart part;
+    part.path = path;
+    part.options = ReaderOptionsFromJob(config);
+    part.holdout_fraction = holdout ? config.data().holdout_fraction() : 0;
+    part.tail = holdout;
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+namespace {
+
+// FindHoldoutSplit, once per file, format and fraction in this process
+// while the file's size and modification time stay (errors are not
+// remembered).
+absl::StatusOr<HoldoutSplit> CachedHoldoutSplit(const DataPart& part) {
+  static std::mutex mu;
+  static auto* splits = new absl::flat_hash_map<std::string, HoldoutSplit>();
+  struct stat st;
+  if (stat(part.path.c_str(), &st) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", part.path));
+  }
+  const std::string key = absl::StrFormat(
+      "%s\n%d\n%d.%d\n%d\n%a", part.path, st.st_size, st.st_mtim.tv_sec,
+      st.st_mtim.tv_nsec, static_cast<int>(part.options.parse.format),
+      part.holdout_fraction);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = splits->find(key);
+  if (it != splits->end()) return it->second;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<HoldoutSplit> split = FindHoldoutSplit(
+      part.path, part.options.parse.format, part.holdout_fraction);
+  if (!split.ok()) return split;  // not remembered: it may be passing
+  SAMPAN_LOG(INFO) << part.path << ": " << split->head_lines
+                   << " lines to train, the last " << split->tail_lines
+                   << " (data.holdout_fraction " << part.holdout_fraction
+                   << ") to test, from offset " << split->tail_start
+                   << "; counted in "
+                   << absl::FormatDuration(absl::Now() - start);
+  splits->emplace(key, *split);
+  return split;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CriteoReader>> OpenPart(const DataPart& part,
+                                                       uint64_t start_offset) {
+  CriteoReaderOptions options = part.options;
+  options.start_offset = start_offset;
+  if (part.holdout_fraction > 0) {
+    absl::StatusOr<HoldoutSplit> split = CachedHoldoutSplit(part);
+    if (!split.ok()) return split.status();
+    (part.tail ? options.range_begin : options.range_end) = split->tail_start;
+  }
+  return CriteoReader::Open(part.path, options);
 }
 
 absl::Status InputQueue::CheckFiles(const JobConfig& config) {
@@ -137,7 +212,9 @@ absl::Status InputQueue::CheckFiles(const JobConfig& config) {
   const bool by_file = config.data().split() == DataConfig::BY_FILE;
   const int ranks = by_file ? config.cluster().num_trainers() : 1;
   for (int rank = 0; rank < ranks; ++rank) {
-    for (const TrainPart& part : TrainPartsOf(config, rank)) {
+    // The whole file: where a held-out tail begins is each trainer's to
+    // find, not the launcher's.
+    for (const DataPart& part : TrainPartsOf(config, rank)) {
       auto reader = CriteoReader::Open(part.path, part.options);
       if (!reader.ok()) {
         return absl::Status(
@@ -151,11 +228,8 @@ absl::Status InputQueue::CheckFiles(const JobConfig& config) {
 
 bool InputQueue::OpenNext() {
   if (file_index_ >= TotalFiles()) return false;
-  const TrainPart& part = parts_[file_index_ % parts_.size()];
-  CriteoReaderOptions options = part.options;
-  options.start_offset = resume_offset_;
+  auto reader = OpenPart(parts_[file_index_ % parts_.size()], resume_offset_);
   resume_offset_ = 0;
-  auto reader = CriteoReader::Open(part.path, options);
   if (!reader.ok()) {
     status_ = reader.status();
     return false;

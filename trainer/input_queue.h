@@ -1,7 +1,8 @@
 // InputQueue: the training input of one rank, epoch after epoch, one batch
 // at a time: every train file's part `rank` (CriteoReader byte ranges), or
 // with data.split BY_FILE the whole files rank, rank + T, ... (T trainers),
-// in any data.format, with dense inputs when data.integer_features has them.
+// in any data.format, with dense inputs when data.integer_features has them;
+// with data.holdout_fraction, of each file's head only (DataPart).
 // With data.shuffle_buffer_rows = N it reads N rows at a time (a window)
 // and hands them out in an order drawn from the window's file and offset,
 // so a window read again comes out in the same order.
@@ -23,23 +24,44 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
 #include "trainer/data/criteo_reader.h"
 
 namespace sampan {
 
-// One file as one rank reads it: its byte range of the file, or with
-// data.split BY_FILE the whole file, parsed as the job says
-// (data_options.h).
-struct TrainPart {
+// One file as one reader reads it: for training, a rank's byte range of
+// the file, or with data.split BY_FILE the whole file; parsed as the job
+// says (data_options.h).
+//
+// With data.holdout_fraction h > 0 and no data.test_files, every training
+// file is cut where train-local's held-out tail begins (trainer/data/
+// holdout.h): training reads (the parts of) the head, the test evaluation
+// the tail, the same rows as train-local's split of the file.
+struct DataPart {
   std::string path;
   CriteoReaderOptions options;
+  // > 0: the part is of the head (or, with `tail`, the tail) of the file
+  // split at this held-out fraction, found when the part is opened.
+  double holdout_fraction = 0;
+  bool tail = false;
 };
 
 // What rank `rank` trains on in one epoch, in order (also what its model
 // export reads again).
-std::vector<TrainPart> TrainPartsOf(const JobConfig& config, int rank);
+std::vector<DataPart> TrainPartsOf(const JobConfig& config, int rank);
+
+// What the test evaluation reads: data.test_files, or the held-out tails of
+// data.train_files (none without either).
+std::vector<DataPart> TestPartsOf(const JobConfig& config);
+
+// Opens `part`, at `start_offset` (a position() of an earlier reader of
+// it; 0: its start). A held-out split is found first, by counting the
+// file's lines once per process (FindHoldoutSplit, remembered for the file
+// as long as its size and modification time stay).
+absl::StatusOr<std::unique_ptr<CriteoReader>> OpenPart(
+    const DataPart& part, uint64_t start_offset = 0);
 
 class InputQueue {
  public:
@@ -88,7 +110,7 @@ class InputQueue {
   const JobConfig& config_;
   const int rank_;
   const bool by_file_;
-  std::vector<TrainPart> parts_;  // what this rank reads, per epoch
+  std::vector<DataPart> parts_;  // what this rank reads, per epoch
   // std::mutex rather than absl::Mutex: Debian's Abseil is not built for
   // ThreadSanitizer, which then cannot see absl::Mutex synchronize.
   mutable std::mutex mu_;

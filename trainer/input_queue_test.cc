@@ -346,5 +346,58 @@ TEST_F(InputQueueTest, LogDenseInputsTravelWithTheirRows) {
   }
 }
 
+// data.holdout_fraction without test_files: the ranks train on the file's
+// first 75% (each row once an epoch, through windows, across a resume; the
+// progress is of that part) and the test evaluation reads the rest; with
+// test_files, the whole file trains and the test files are the test.
+TEST_F(InputQueueTest, HoldoutTrainsTheHeadAndTestsTheTail) {
+  config_.mutable_data()->set_holdout_fraction(0.25);
+  config_.mutable_data()->set_shuffle_buffer_rows(128);
+  config_.mutable_data()->set_epochs(1);
+  config_.mutable_cluster()->set_num_trainers(2);
+  std::vector<int> count(kRows, 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    InputQueue first(config_, rank, nullptr);
+    std::vector<int> rows = Drain(&first, 2);
+    // A resume inside the head goes on with the rest of it.
+    const coord::DataPosition at = first.Position();
+    InputQueue resumed(config_, rank, &at);
+    for (int r : Drain(&resumed)) rows.push_back(r);
+    for (int r : rows) ++count[r];
+  }
+  for (int r = 0; r < kRows; ++r) EXPECT_EQ(count[r], r < 750) << r;
+  // Progress is of the head: 700 of its 750 rows are most of it.
+  config_.mutable_data()->set_shuffle_buffer_rows(0);
+  config_.mutable_data()->set_batch_size(50);
+  config_.mutable_cluster()->set_num_trainers(1);
+  InputQueue q(config_, 0, nullptr);
+  Drain(&q, 14);
+  EXPECT_GT(q.FractionDone(), 0.9);
+  EXPECT_LT(q.FractionDone(), 1.0);
+
+  std::vector<DataPart> test = TestPartsOf(config_);
+  ASSERT_EQ(test.size(), 1u);
+  auto reader = OpenPart(test[0]);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Batch batch;
+  std::vector<int> tail;
+  while ((*reader)->NextBatch(100, &batch)) {
+    for (size_t j = 0; j < batch.signs.size(); ++j) {
+      if (batch.slots[j] == 14) tail.push_back(row_of_.at(batch.signs[j]));
+    }
+  }
+  ASSERT_EQ(tail.size(), 250u);
+  for (int i = 0; i < 250; ++i) EXPECT_EQ(tail[i], 750 + i);
+
+  config_.mutable_data()->add_test_files("test.tsv");
+  for (const DataPart& part : TrainPartsOf(config_, 0)) {
+    EXPECT_EQ(part.holdout_fraction, 0);
+  }
+  test = TestPartsOf(config_);
+  ASSERT_EQ(test.size(), 1u);
+  EXPECT_EQ(test[0].path, "test.tsv");
+  EXPECT_EQ(test[0].holdout_fraction, 0);
+}
+
 }  // namespace
 }  // namespace sampan

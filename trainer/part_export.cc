@@ -14,8 +14,8 @@ absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
                                const RowReader& read, const RareSigns* rare) {
   absl::flat_hash_set<uint64_t> keys = {kBiasSign};
   Batch batch;
-  for (const TrainPart& part : TrainPartsOf(config, rank)) {
-    auto reader = CriteoReader::Open(part.path, part.options);
+  for (const DataPart& part : TrainPartsOf(config, rank)) {
+    auto reader = OpenPart(part);
     if (!reader.ok()) return reader.status();
     while ((*reader)->NextBatch(1 << 14, &batch)) {
       if (rare != nullptr) rare->Apply(&batch.signs, batch.slots);

@@ -14,8 +14,8 @@ absl::StatusOr<std::unique_ptr<RareSigns>> CountJobSigns(
   uint64_t rows = 0;
   const int trainers = std::max<int>(1, config.cluster().num_trainers());
   for (int rank = 0; rank < trainers; ++rank) {
-    for (const TrainPart& part : TrainPartsOf(config, rank)) {
-      auto reader = CriteoReader::Open(part.path, part.options);
+    for (const DataPart& part : TrainPartsOf(config, rank)) {
+      auto reader = OpenPart(part);
       if (!reader.ok()) return reader.status();
       while ((*reader)->NextBatch(1 << 14, &batch)) {
         rare->Count(batch.signs);

@@ -1,6 +1,7 @@
 // data.min_feature_count in `sampan run`: before it trains, every trainer
 // counts the signs of the job's training rows (every rank's parts for one
-// epoch: each row once, the rows train-local counts), so that all of them
+// epoch: each row once, the rows train-local counts; with
+// data.holdout_fraction, of the files' heads only), so that all of them
 // hold the same RareSigns (trainer/data/rare_signs.h) without talking to
 // each other, and a restarted trainer counts the same again. The cost is
 // one read of the training data per trainer at start and a count per

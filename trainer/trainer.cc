@@ -407,13 +407,14 @@ class Trainer : public StepObserver {
     return SaveDenseModel(path, *model_, state);
   }
 
-  // Rank 0 scores the test files with the trained model, pulling rows
-  // without creating them, as `sampan eval` scores its export.
+  // Rank 0 scores the test files (or the training files' held-out tails)
+  // with the trained model, pulling rows without creating them, as `sampan
+  // eval` scores its export.
   absl::Status Evaluate() {
     std::vector<float> probs, labels;
     Worker w;
-    for (const std::string& path : config_.data().test_files()) {
-      auto reader = CriteoReader::Open(path, ReaderOptionsFromJob(config_));
+    for (const DataPart& part : TestPartsOf(config_)) {
+      auto reader = OpenPart(part);
       if (!reader.ok()) return reader.status();
       while ((*reader)->NextBatch(config_.data().batch_size(), &w.batch)) {
         if (rare_ != nullptr) rare_->Apply(&w.batch.signs, w.batch.slots);
