@@ -11,7 +11,11 @@
 #      starts;
 #   7. Avazu (with its header), libsvm and libffm files train, split by byte
 #      range between the trainers, with a shuffle window, and score a sane
-#      test AUC.
+#      test AUC;
+#   8. data.holdout_fraction without test_files: the trainers train on the
+#      file's head only, each row once, and rank 0 tests on its tail, the
+#      same rows `sampan train-local` holds out; gzip files too, a trainer
+#      each.
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -165,5 +169,44 @@ for format in AVAZU_CSV LIBSVM LIBFFM; do
     || fail "$format did not train 20000 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
   [ -z "$(leftover "$job")" ] || fail "$format: processes left after the job"
 done
+
+# 8. A held-out tail: 20001 lines (a blank one too, which does not count),
+# 15% held out: floor(0.85 * 20001) = 17000 train, the last 3001 test.
+job="$TMP/holdout"
+mkdir -p "$job"
+awk 'BEGIN { for (i = 0; i < 20001; i++) {
+  if (i == 9000) printf "\n"
+  printf "%d", (i % 977) % 5 < 2
+  for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
+  for (f = 0; f < 26; f++) printf "\t%08x", ((i % 977) * 13 + f * 101) % 977
+  printf "\n" } }' > "$job/all.tsv"
+write_config "$job" 0 "  train_files: [$job/all.tsv]
+  holdout_fraction: 0.15
+  shuffle_buffer_rows: 3000"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
+rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
+[ $rc -eq 0 ] && [ "$rows" = 3001 ] && awk -v a="$auc" 'BEGIN { exit !(a > 0.9) }' \
+  && pass "holdout: sampan run tests on the last 3001 rows: test AUC $auc" \
+  || fail "holdout job exited $rc, test AUC '$auc' on '$rows' rows: $(echo "$out" | tail -3)"
+grep -q "17000 examples" <<< "$out" && pass "holdout: every head row trained once" \
+  || fail "holdout job did not train 17000 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
+[ -z "$(leftover "$job")" ] || fail "holdout: processes left after the job"
+rm -f "$job/result.txt"
+out=$("$SAMPAN" train-local "$job.yaml" 2>&1); rc=$?
+local_rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
+[ $rc -eq 0 ] && [ "$local_rows" = "$rows" ] \
+  && pass "holdout: train-local holds out the same $local_rows rows" \
+  || fail "holdout: train-local exited $rc with $local_rows test rows, run $rows: $(echo "$out" | tail -3)"
+# The same lines as two gzip files, a trainer each: each file is cut
+# (10000 lines: 8500 + 1500; 10001: 8500 + 1501).
+head -10000 "$job/all.tsv" | gzip > "$job/a.tsv.gz"
+tail -n +10001 "$job/all.tsv" | gzip > "$job/b.tsv.gz"
+sed -i "s|train_files: .*|train_files: [$job/a.tsv.gz, $job/b.tsv.gz]\n  split: BY_FILE|" "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
+[ $rc -eq 0 ] && [ "$rows" = 3001 ] && grep -q "17000 examples" <<< "$out" \
+  && pass "holdout: gzip files a trainer each train their heads, test their tails" \
+  || fail "holdout gzip job exited $rc with '$rows' test rows: $(echo "$out" | tail -3)"
 
 finish
