@@ -38,6 +38,31 @@ $3
 YAML
 }
 
+# $1: $2 Criteo rows whose label is a function of their C fields
+# (learnable); with $3, a blank line before row $3.
+write_criteo_rows() {  # file rows [blank-before]
+  awk -v n="$2" -v blank="${3:--1}" 'BEGIN { for (i = 0; i < n; i++) {
+    if (i == blank) printf "\n"
+    printf "%d", (i % 977) % 5 < 2
+    for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
+    for (f = 0; f < 26; f++) printf "\t%08x", ((i % 977) * 13 + f * 101) % 977
+    printf "\n" } }' > "$1"
+}
+
+# Runs job $1 (`what` in messages): it must exit 0, score test AUC > 0.9
+# on $2 test rows and train $3 examples (every row once). Sets $out.
+run_and_check() {  # job test-rows examples what
+  out=$("$SAMPAN" run "$1.yaml" 2>&1); local rc=$?
+  local auc rows
+  auc=$(sed -n 's/^test_auc=//p' "$1/result.txt" 2>/dev/null)
+  rows=$(sed -n 's/^test_rows=//p' "$1/result.txt" 2>/dev/null)
+  [ $rc -eq 0 ] && [ "$rows" = "$2" ] && awk -v a="$auc" 'BEGIN { exit !(a > 0.9) }' \
+    && pass "$4 trains: test AUC $auc on $rows rows" \
+    || fail "$4 job exited $rc, test AUC '$auc' on '$rows' rows: $(echo "$out" | tail -3)"
+  grep -q "[^0-9]$3 examples" <<< "$out" && pass "$4: every row trained once" \
+    || fail "$4 did not train $3 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
+}
+
 # 1. Train and evaluate.
 job="$TMP/ok"
 write_config "$job" 300000 ""
@@ -101,11 +126,7 @@ for _ in $(seq 1 50); do [ -z "$(leftover "$job")" ] && break; sleep 0.1; done
 # 6. Gzip input: a whole file per trainer.
 job="$TMP/gzip"
 mkdir -p "$job"
-awk 'BEGIN { for (i = 0; i < 40000; i++) {
-  printf "%d", (i % 977) % 5 < 2   # a function of the C fields: learnable
-  for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
-  for (f = 0; f < 26; f++) printf "\t%08x", ((i % 977) * 13 + f * 101) % 977
-  printf "\n" } }' > "$job/all.tsv"
+write_criteo_rows "$job/all.tsv" 40000
 head -20000 "$job/all.tsv" | gzip > "$job/a.tsv.gz"
 sed -n 20001,40000p "$job/all.tsv" | gzip > "$job/b.tsv.gz"
 head -4000 "$job/all.tsv" | gzip > "$job/test.tsv.gz"
@@ -113,13 +134,7 @@ write_config "$job" 0 "  train_files: [$job/a.tsv.gz, $job/b.tsv.gz]
   test_files: [$job/test.tsv.gz]
   split: BY_FILE
   shuffle_buffer_rows: 5000"
-out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
-auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
-[ $rc -eq 0 ] && awk -v a="$auc" 'BEGIN { exit !(a > 0.9) }' \
-  && pass "gzip files train split BY_FILE: test AUC $auc" \
-  || fail "gzip BY_FILE job exited $rc, test AUC '$auc': $(echo "$out" | tail -3)"
-grep -q "40000 examples" <<< "$out" && pass "every gzip row trained once" \
-  || fail "gzip job did not train 40000 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
+run_and_check "$job" 4000 40000 "gzip split BY_FILE"
 sed -i 's/  split: BY_FILE/  split: BY_LINE_RANGE/' "$job.yaml"
 rm -rf "$job/logs"
 err=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
@@ -159,14 +174,7 @@ for format in AVAZU_CSV LIBSVM LIBFFM; do
   test_files: [$job/test]
   shuffle_buffer_rows: 3000"
   [ $format = LIBFFM ] && sed -i 's/embedding_dim: 8}/embedding_dim: 8, num_fields: 6}/' "$job.yaml"
-  out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
-  auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
-  rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
-  [ $rc -eq 0 ] && [ "$rows" = 4000 ] && awk -v a="$auc" 'BEGIN { exit !(a > 0.9) }' \
-    && pass "$format trains: test AUC $auc on $rows rows" \
-    || fail "$format job exited $rc, test AUC '$auc' on '$rows' rows: $(echo "$out" | tail -3)"
-  grep -q "20000 examples" <<< "$out" && pass "$format: every row trained once" \
-    || fail "$format did not train 20000 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
+  run_and_check "$job" 4000 20000 "$format"
   [ -z "$(leftover "$job")" ] || fail "$format: processes left after the job"
 done
 
@@ -174,39 +182,23 @@ done
 # 15% held out: floor(0.85 * 20001) = 17000 train, the last 3001 test.
 job="$TMP/holdout"
 mkdir -p "$job"
-awk 'BEGIN { for (i = 0; i < 20001; i++) {
-  if (i == 9000) printf "\n"
-  printf "%d", (i % 977) % 5 < 2
-  for (f = 0; f < 13; f++) printf "\t%d", (i * 7 + f) % 50
-  for (f = 0; f < 26; f++) printf "\t%08x", ((i % 977) * 13 + f * 101) % 977
-  printf "\n" } }' > "$job/all.tsv"
+write_criteo_rows "$job/all.tsv" 20001 9000
 write_config "$job" 0 "  train_files: [$job/all.tsv]
   holdout_fraction: 0.15
   shuffle_buffer_rows: 3000"
-out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
-auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
-rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
-[ $rc -eq 0 ] && [ "$rows" = 3001 ] && awk -v a="$auc" 'BEGIN { exit !(a > 0.9) }' \
-  && pass "holdout: sampan run tests on the last 3001 rows: test AUC $auc" \
-  || fail "holdout job exited $rc, test AUC '$auc' on '$rows' rows: $(echo "$out" | tail -3)"
-grep -q "17000 examples" <<< "$out" && pass "holdout: every head row trained once" \
-  || fail "holdout job did not train 17000 examples: $(echo "$out" | grep '^\[train\]' | tail -1)"
+run_and_check "$job" 3001 17000 "holdout"
 [ -z "$(leftover "$job")" ] || fail "holdout: processes left after the job"
 rm -f "$job/result.txt"
 out=$("$SAMPAN" train-local "$job.yaml" 2>&1); rc=$?
-local_rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
-[ $rc -eq 0 ] && [ "$local_rows" = "$rows" ] \
-  && pass "holdout: train-local holds out the same $local_rows rows" \
-  || fail "holdout: train-local exited $rc with $local_rows test rows, run $rows: $(echo "$out" | tail -3)"
-# The same lines as two gzip files, a trainer each: each file is cut
-# (10000 lines: 8500 + 1500; 10001: 8500 + 1501).
+rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
+[ $rc -eq 0 ] && [ "$rows" = 3001 ] \
+  && pass "holdout: train-local holds out the same 3001 rows" \
+  || fail "holdout: train-local exited $rc with '$rows' test rows, not 3001: $(echo "$out" | tail -3)"
+# The same lines as two gzip files, a trainer each, each cut (10000 lines:
+# 8500 + 1500; 10001: 8500 + 1501).
 head -10000 "$job/all.tsv" | gzip > "$job/a.tsv.gz"
 tail -n +10001 "$job/all.tsv" | gzip > "$job/b.tsv.gz"
 sed -i "s|train_files: .*|train_files: [$job/a.tsv.gz, $job/b.tsv.gz]\n  split: BY_FILE|" "$job.yaml"
-out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
-rows=$(sed -n 's/^test_rows=//p' "$job/result.txt" 2>/dev/null)
-[ $rc -eq 0 ] && [ "$rows" = 3001 ] && grep -q "17000 examples" <<< "$out" \
-  && pass "holdout: gzip files a trainer each train their heads, test their tails" \
-  || fail "holdout gzip job exited $rc with '$rows' test rows: $(echo "$out" | tail -3)"
+run_and_check "$job" 3001 17000 "holdout of gzip files BY_FILE"
 
 finish
