@@ -1,7 +1,9 @@
 #include "trainer/data/holdout.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -70,12 +72,18 @@ absl::StatusOr<HoldoutSplit> FindHoldoutSplit(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat("holdout fraction must be in [0, 1), got ", fraction));
   }
+  // Buffers no larger than the file (a gzip file's uncompressed bytes take
+  // more reads): many small files are read too (tests, the fuzzer).
+  struct stat st;
+  const uint64_t file_size = stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+  const size_t block_size =
+      std::clamp<uint64_t>(file_size + 1, 8192, uint64_t{1} << 22);
   // gzread passes non-gzip files through unchanged.
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) {
     return absl::NotFoundError(absl::StrCat("cannot open ", path));
   }
-  gzbuffer(file, 1 << 20);
+  gzbuffer(file, std::min<unsigned>(block_size, 1 << 20));
   // The same double LoadDataset's end_fraction is (local_job.cc).
   const double keep = 1 - fraction;
   TailCandidates tail(keep);
@@ -98,7 +106,7 @@ absl::StatusOr<HoldoutSplit> FindHoldoutSplit(const std::string& path,
                        " starts over 4 GiB after the one before it"));
     }
   };
-  std::vector<char> block(size_t{1} << 22);
+  std::vector<char> block(block_size);
   uint64_t offset = 0;  // of block[0]
   while (status.ok()) {
     const int n =
