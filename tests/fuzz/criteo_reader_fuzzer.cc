@@ -4,7 +4,9 @@
 // start with gzip's magic are then a possibly corrupt gzip stream). None
 // may crash or read out of bounds; the parts together read exactly the
 // whole file's rows (labels, signs, slots, dense inputs, bad rows), and the
-// gzip copy reads the same rows.
+// gzip copy reads the same rows; so do the head (in 1-2 parts) and the tail
+// of a held-out split (holdout.h) of the plain and the gzip file together,
+// in one format per input.
 #include <unistd.h>
 
 #include <cstddef>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "trainer/data/criteo_reader.h"
+#include "trainer/data/holdout.h"
 #include "zlib.h"
 
 namespace {
@@ -32,14 +35,18 @@ std::string TempPath(const char* what) {
   return "/tmp/sampan-criteo-reader-fuzz-" + std::to_string(getpid()) + what;
 }
 
-// Every row of `path` in `parts` parts, appended in part order.
+// Every row of `path` (of its bytes [begin, end)) in `parts` parts,
+// appended in part order.
 bool ReadParts(const std::string& path, const sampan::ParseOptions& parse,
-               int parts, Rows* rows) {
+               int parts, Rows* rows, uint64_t begin = 0,
+               uint64_t end = UINT64_MAX) {
   for (int part = 0; part < parts; ++part) {
     sampan::CriteoReaderOptions options;
     options.parse = parse;
     options.part = part;
     options.num_parts = parts;
+    options.range_begin = begin;
+    options.range_end = end;
     options.max_logged_errors = 0;
     auto reader = sampan::CriteoReader::Open(path, options);
     if (!reader.ok()) return false;
@@ -126,6 +133,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Rows unzipped;
       if (!ReadParts(gz, parse, 1, &unzipped) || !Same(unzipped, whole)) {
         __builtin_trap();
+      }
+    }
+    // The held-out split in one format per input (it differs between
+    // formats only in Avazu's header), at a fraction of the input's
+    // choosing: its last byte's.
+    if (&parse != &formats[size % formats.size()]) continue;
+    const double holdout = size > 0 ? data[size - 1] / 256.0 : 0.5;
+    for (const std::string& path : {plain, gz}) {
+      if (path == gz && !zipped) continue;
+      auto split = sampan::FindHoldoutSplit(path, parse.format, holdout);
+      if (!split.ok()) __builtin_trap();
+      for (int parts = 1; parts <= (path == gz ? 1 : 2); ++parts) {
+        Rows joined;
+        if (!ReadParts(path, parse, parts, &joined, 0, split->tail_start) ||
+            !ReadParts(path, parse, 1, &joined, split->tail_start) ||
+            !Same(joined, whole)) {
+          __builtin_trap();
+        }
       }
     }
   }

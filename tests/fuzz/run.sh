@@ -29,7 +29,8 @@ build() {  # name sources... -- libs...
 build criteo_parser_fuzzer tests/fuzz/criteo_parser_fuzzer.cc \
   trainer/data/formats.cc
 build criteo_reader_fuzzer tests/fuzz/criteo_reader_fuzzer.cc \
-  trainer/data/criteo_reader.cc trainer/data/formats.cc -lz
+  trainer/data/criteo_reader.cc trainer/data/formats.cc \
+  trainer/data/holdout.cc -lz
 build config_fuzzer tests/fuzz/config_fuzzer.cc common/config.cc common/yaml_proto.cc \
   "$GEN/proto/job.pb.cc" -lyaml-cpp -lprotobuf
 # The pserver's own sources, from Bazel's graph, so that a file split or
