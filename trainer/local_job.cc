@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sparse_table/job_options.h"
 #include "trainer/model_export.h"
 #include "trainer/report.h"
 
@@ -68,8 +69,6 @@ absl::StatusOr<Dataset> CarveValidation(const JobConfig& c, Dataset* train) {
 }  // namespace
 
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
-  const OptimizerConfig& t = c.table().optimizer();
-
   LocalTrainOptions o;
   o.model.kind = KindOf(c.model().type());
   const ParseOptions parse = ParseOptionsFromJob(c);
@@ -90,20 +89,9 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
         " entries, the model has ", o.model.fields, " fields"));
   }
   o.model.dense_inputs = DenseDimOf(parse);
-  o.table.num_shards = c.table().num_shards();
-  o.table.rule = t.type() == SGD    ? OptimizerRule::kSgd
-                 : t.type() == ADAM ? OptimizerRule::kAdam
-                 : t.type() == FTRL ? OptimizerRule::kFtrl
-                                    : OptimizerRule::kAdagrad;
-  o.table.l1 = t.l1();
-  o.table.ftrl_beta = t.ftrl_beta();
-  o.table.beta1 = t.beta1();
-  o.table.beta2 = t.beta2();
-  o.table.epsilon = t.epsilon();
-  o.table.learning_rate = t.learning_rate();
-  o.table.initial_accumulator = t.initial_accumulator();
-  o.table.init_range = t.init_range();
-  o.table.l2 = t.l2();
+  // The pservers' mapping (one pserver's table); embedding_dim is the
+  // model's (TrainLocal sets it).
+  o.table = TableOptionsFromJob(c, 0);
   const OptimizerConfig& d = c.model().dense_optimizer();
   o.dense.rule = RuleOf(d.type());
   o.dense.learning_rate = d.learning_rate();
