@@ -306,6 +306,17 @@ TEST(ConfigTest, ValidationFailureNamesPath) {
               HasSubstr("job.yaml: table.optimizer.learning_rate:"));
   EXPECT_THAT(ParseError("output_dir: \"\"\n"),
               HasSubstr("job.yaml: output_dir:"));
+  EXPECT_EQ(ParseError("table: {optimizer: {embedding_initial_accumulator: "
+                       "-1}}\n"),
+            "job.yaml: table.optimizer.embedding_initial_accumulator: must "
+            "be > 0, got -1");
+  EXPECT_EQ(ParseError("table: {optimizer: {type: FTRL, "
+                       "embedding_initial_accumulator: -1}}\n"),
+            "job.yaml: table.optimizer.embedding_initial_accumulator: must "
+            "be >= 0, got -1");
+  EXPECT_EQ(ParseError("table: {optimizer: {type: FTRL, "
+                       "embedding_initial_accumulator: 0}}\n"),
+            "");
 }
 
 TEST(ConfigTest, DataSourceRules) {

@@ -91,14 +91,16 @@ uint32_t StateFloats(OptimizerRule rule, uint32_t n) {
   return 0;
 }
 
-void InitState(const TableOptions& o, const float* w, float* state,
-               uint32_t n) {
+void InitState(const TableOptions& o, WeightBlock block, const float* w,
+               float* state, uint32_t n) {
   if (n == 0) return;
   switch (o.rule) {
     case OptimizerRule::kSgd:
       return;
     case OptimizerRule::kAdagrad:
-      state[0] = o.initial_accumulator;
+      state[0] = block == WeightBlock::kLinear
+                     ? o.initial_accumulator
+                     : o.embedding_initial_accumulator;
       return;
     case OptimizerRule::kAdam:
       std::fill(state, state + 2 * n, 0.0f);
@@ -147,7 +149,7 @@ CtrAccessor::CtrAccessor(const TableOptions& options)
 
 void CtrAccessor::InitRow(uint64_t key, float* row) const {
   std::fill(row, row + full_, 0.0f);
-  InitState(o_, row + kW, row + kW + 1, 1);
+  InitState(o_, WeightBlock::kLinear, row + kW, row + kW + 1, 1);
   if (Score(row) >= o_.embedx_threshold) CreateEmbedding(key, row);
 }
 
@@ -161,18 +163,19 @@ void CtrAccessor::CreateEmbedding(uint64_t key, float* row) const {
     const double unit = (Mix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
     v[j] = static_cast<float>((2 * unit - 1) * o_.init_range);
   }
-  InitState(o_, v, v + dim_, dim_);
+  InitState(o_, WeightBlock::kEmbedding, v, v + dim_, dim_);
 }
 
 void CtrAccessor::FromPulled(uint64_t key, const float* pulled,
                              float* row) const {
   std::fill(row, row + full_, 0.0f);
   row[kW] = pulled[0];
-  InitState(o_, row + kW, row + kW + 1, 1);
+  InitState(o_, WeightBlock::kLinear, row + kW, row + kW + 1, 1);
   if (dim_ == 0) return;
   CreateEmbedding(key, row);
   std::memcpy(row + v_off_, pulled + 1, dim_ * sizeof(float));
-  InitState(o_, row + v_off_, row + v_off_ + dim_, dim_);
+  InitState(o_, WeightBlock::kEmbedding, row + v_off_, row + v_off_ + dim_,
+            dim_);
 }
 
 bool CtrAccessor::Load(const float* stored, uint32_t n, float* row) const {

@@ -21,9 +21,15 @@ namespace sampan {
 // sparse Adagrad); Adam m[n], v[n], beta1^t, beta2^t; FTRL z[n], n[n].
 uint32_t StateFloats(OptimizerRule rule, uint32_t n);
 
+// A row's two weight blocks: w (one float) and the embedding v (dim).
+enum class WeightBlock { kLinear, kEmbedding };
+
 // Sets the optimizer state of a block whose weights `w` already hold their
-// initial values (FTRL's z is chosen so that its closed form yields w).
-void InitState(const TableOptions& o, const float* w, float* state, uint32_t n);
+// initial values. Adagrad's sum starts at initial_accumulator for kLinear and
+// embedding_initial_accumulator for kEmbedding; FTRL's z is chosen so that
+// its closed form yields w.
+void InitState(const TableOptions& o, WeightBlock block, const float* w,
+               float* state, uint32_t n);
 
 // One update of n weights with gradient g (L2 is applied here), then the
 // weights are clamped to [min_weight, max_weight].

@@ -32,10 +32,10 @@ TEST(OptimizerRuleTest, SgdWithL2) {
 
 TEST(OptimizerRuleTest, AdagradSharesOneSumPerBlock) {
   TableOptions o = Rule(OptimizerRule::kAdagrad, 0.5f);
-  o.initial_accumulator = 1;
+  o.embedding_initial_accumulator = 1;
   ASSERT_EQ(StateFloats(o.rule, 2), 1u);
   float w[2] = {1, -1}, state[1];
-  InitState(o, w, state, 2);
+  InitState(o, WeightBlock::kEmbedding, w, state, 2);
   const float g[2] = {2, 1};
   ApplyRule(o, w, state, g, 2);
   const double g2 = 1 + (4 + 1) / 2.0;  // mean square added
@@ -49,7 +49,7 @@ TEST(OptimizerRuleTest, AdamTwoSteps) {
   o.epsilon = 1e-8f;
   ASSERT_EQ(StateFloats(o.rule, 1), 4u);
   float w = 0.5f, state[4];
-  InitState(o, &w, state, 1);
+  InitState(o, WeightBlock::kLinear, &w, state, 1);
   double m = 0, v = 0, ww = 0.5;
   const double grads[] = {0.2, -0.1};
   for (int t = 1; t <= 2; ++t) {
@@ -75,7 +75,7 @@ TEST(OptimizerRuleTest, FtrlProximalKeepsInitialWeightAndUpdates) {
   o.l1 = 0.5f;
   o.l2 = 0.1f;
   float w = 0.3f, state[2];
-  InitState(o, &w, state, 1);
+  InitState(o, WeightBlock::kLinear, &w, state, 1);
   const double alpha = 0.1, beta = 1, l1 = 0.5, l2 = 0.1;
   auto weight = [&](double z, double n) {
     if (std::abs(z) <= l1) return 0.0;
@@ -99,7 +99,7 @@ TEST(OptimizerRuleTest, FtrlL1GivesExactZeros) {
   TableOptions o = Rule(OptimizerRule::kFtrl, 0.1f);
   o.l1 = 10;
   float w = 0, state[2];
-  InitState(o, &w, state, 1);
+  InitState(o, WeightBlock::kLinear, &w, state, 1);
   const float g = 1;
   ApplyRule(o, &w, state, &g, 1);
   EXPECT_EQ(w, 0.0f);  // |z| = 1 <= l1
@@ -176,6 +176,42 @@ TEST(CtrAccessorTest, ShrinkDecaysAndDeletesByScoreAndAge) {
   EXPECT_FALSE(by_age.Shrink(row.data()));
   EXPECT_FALSE(by_age.Shrink(row.data()));
   EXPECT_TRUE(by_age.Shrink(row.data()));  // 3 days unseen > 2
+}
+
+// Adagrad: w's sum starts at initial_accumulator, v's at
+// embedding_initial_accumulator, however the row is made (a new key, a
+// delayed embedding, pulled values), and each block's first step is scaled
+// by its own start.
+TEST(CtrAccessorTest, WAndVStartTheirOwnAdagradSums) {
+  TableOptions o = Rule(OptimizerRule::kAdagrad, 0.5f);
+  o.embedding_dim = 2;
+  o.initial_accumulator = 4;
+  o.embedding_initial_accumulator = 100;
+  CtrAccessor acc(o);
+  // show, click, unseen, has_v, w, w_sum, v[2], v_sum
+  ASSERT_EQ(acc.full_floats(), 9u);
+  const uint32_t w_sum = CtrAccessor::kW + 1, v = w_sum + 1, v_sum = v + 2;
+  std::vector<float> row(acc.full_floats());
+  acc.InitRow(5, row.data());
+  EXPECT_EQ(row[w_sum], 4.0f);
+  EXPECT_EQ(row[v_sum], 100.0f);
+
+  const float pulled[3] = {0.5f, 0.25f, -0.25f};
+  acc.FromPulled(5, pulled, row.data());
+  EXPECT_EQ(row[w_sum], 4.0f);
+  EXPECT_EQ(row[v_sum], 100.0f);
+  const float grad[3] = {2, 2, 2};
+  acc.Push(5, row.data(), grad, 1, 0);
+  EXPECT_NEAR(row[CtrAccessor::kW], 0.5 - 0.5 * 2 / std::sqrt(4 + 4.0), kTol);
+  EXPECT_NEAR(row[v], 0.25 - 0.5 * 2 / std::sqrt(100 + 4.0), kTol);
+
+  o.embedx_threshold = 1;  // v created on a later push
+  CtrAccessor delayed(o);
+  delayed.InitRow(6, row.data());
+  EXPECT_EQ(row[CtrAccessor::kHasV], 0.0f);
+  delayed.Push(6, row.data(), grad, 1, 1);
+  ASSERT_EQ(row[CtrAccessor::kHasV], 1.0f);
+  EXPECT_EQ(row[v_sum], 100.0f);
 }
 
 TEST(CtrAccessorTest, LoadRejectsWrongSizes) {

@@ -24,6 +24,7 @@ void MapOptimizer(const OptimizerConfig& c, TableOptions* o) {
   o->rule = RuleOf(c.type());
   o->learning_rate = c.learning_rate();
   o->initial_accumulator = c.initial_accumulator();
+  o->embedding_initial_accumulator = c.embedding_initial_accumulator();
   o->init_range = c.init_range();
   o->l2 = c.l2();
   o->l1 = c.l1();
@@ -54,12 +55,14 @@ TableOptions DenseTableOptionsFromJob(const JobConfig& job,
                                       uint32_t pserver_index) {
   TableOptions o = TableOptionsFromJob(job, pserver_index);
   o.data_dir = absl::StrCat(o.data_dir, "/table-", kDenseTableId);
-  // As the trainer's DenseOptimizerOptions: these four fields, and Adam's
-  // usual moment rates (model.dense_optimizer's are not read).
+  // As the trainer's DenseOptimizerOptions: these four fields (one Adagrad
+  // start for the whole row), and Adam's usual moment rates
+  // (model.dense_optimizer's are not read).
   const OptimizerConfig& d = job.model().dense_optimizer();
   o.rule = RuleOf(d.type());
   o.learning_rate = d.learning_rate();
   o.initial_accumulator = d.initial_accumulator();
+  o.embedding_initial_accumulator = d.initial_accumulator();
   o.l2 = d.l2();
   o.l1 = 0;
   o.beta1 = 0.9f;

@@ -17,6 +17,8 @@ TEST(JobOptionsTest, DefaultsMapToAValidMemoryTable) {
   EXPECT_EQ(o.durability, Durability::kWal);
   EXPECT_FLOAT_EQ(o.admit_probability, 1.0f);
   EXPECT_EQ(o.min_weight, -FLT_MAX);  // 0/0 in the config = unbounded
+  EXPECT_EQ(o.initial_accumulator, 1.0f);
+  EXPECT_EQ(o.embedding_initial_accumulator, 1000.0f);
   auto table = NewTable(o);
   ASSERT_TRUE(table.ok());
   EXPECT_EQ((*table)->pull_dim(), 9u);
@@ -30,14 +32,19 @@ TEST(JobOptionsTest, AsyncDeepJobsGetADenseTableWithTheDenseOptimizer) {
       "  backend: ROCKSDB\n"
       "  data_dir: /data/t\n"
       "  optimizer: {type: ADAGRAD, learning_rate: 0.05, l2: 0.1,"
-      " init_range: 0.01, min_weight: -1, max_weight: 1}\n"
+      " init_range: 0.01, min_weight: -1, max_weight: 1,"
+      " initial_accumulator: 2, embedding_initial_accumulator: 300}\n"
       "  admission: {min_pushes: 3}\n"
       "  accessor: {embedx_threshold: 2, delete_after_unseen_days: 7}\n",
       "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_TRUE(HasDenseTable(*job));
   const TableOptions sparse = TableOptionsFromJob(*job, 1);
+  EXPECT_EQ(sparse.initial_accumulator, 2.0f);
+  EXPECT_EQ(sparse.embedding_initial_accumulator, 300.0f);
   const TableOptions o = DenseTableOptionsFromJob(*job, 1);
+  // One Adagrad start for a whole dense row, as the trainer's optimizer.
+  EXPECT_EQ(o.embedding_initial_accumulator, o.initial_accumulator);
   EXPECT_EQ(o.data_dir, "/data/t/pserver-1/table-1");
   EXPECT_EQ(o.backend, Backend::kRocksDb);
   EXPECT_EQ(o.embedding_dim, sparse.embedding_dim);  // rows as wide
@@ -101,6 +108,9 @@ TEST(JobOptionsTest, ValidationRejectsBadTableFields) {
            "table: {admission: {min_pushes: 300}}\n",
            "table: {optimizer: {min_weight: 1, max_weight: -1}}\n",
            "table: {optimizer: {type: ADAM, beta1: 1}}\n",
+           "table: {optimizer: {embedding_initial_accumulator: 0}}\n",
+           "table: {optimizer: {type: SGD, embedding_initial_accumulator: "
+           "-1}}\n",
        }) {
     EXPECT_FALSE(ParseJobConfig(yaml, "job.yaml").ok()) << yaml;
   }

@@ -31,6 +31,7 @@ TableOptions SmallOptions(OptimizerRule rule, uint32_t dim) {
   o.rule = rule;
   o.learning_rate = 0.5f;
   o.initial_accumulator = 1.0f;
+  o.embedding_initial_accumulator = 1.0f;
   o.init_range = 0.1f;
   return o;
 }

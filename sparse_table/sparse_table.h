@@ -93,8 +93,12 @@ struct TableOptions {
   // --- Optimizer rule, applied per row ---
   OptimizerRule rule = OptimizerRule::kAdagrad;
   float learning_rate = 0.05f;
-  // Adagrad's starting squared-gradient sum.
-  float initial_accumulator = 1e-2f;
+  // Adagrad's starting squared-gradient sum of w, and of v. v's gradients
+  // are far smaller than w's; a large start keeps v from taking early steps
+  // near learning_rate / sqrt(start) that fit noise (PaddlePaddle's CTR
+  // accessor likewise has an initial_g2sum each for embed and embedx).
+  float initial_accumulator = 1.0f;
+  float embedding_initial_accumulator = 1000.0f;
   // New embeddings start uniform in [-init_range, init_range], seeded by the
   // key, so that a row is created identically on every run.
   float init_range = 0.01f;
