@@ -147,6 +147,12 @@ class LocalTrainer : public StepObserver {
         : p.seconds > last_seconds_ ? dn / (p.seconds - last_seconds_)
                                     : 0;
     p.test = m;
+    // A line per point, so a multi-epoch run shows its test AUC per epoch.
+    if (m.rows > 0) {
+      SAMPAN_LOG(INFO) << absl::StrFormat(
+          "%d examples: test AUC %.4f logloss %.4f", p.examples, m.auc,
+          m.logloss);
+    }
     last_examples_ = examples_;
     last_loss_ = loss_sum_;
     last_seconds_ = p.seconds;

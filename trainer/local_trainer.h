@@ -11,7 +11,8 @@
 //
 // Evaluation pulls without creating rows. When eval_every > 0 the test set
 // is also scored during training (by the worker that crosses the mark,
-// while the others keep training), which fills the curve for report.html.
+// while the others keep training), which fills the curve for report.html
+// and logs a line per point ("N examples: test AUC ...").
 #ifndef SAMPAN_TRAINER_LOCAL_TRAINER_H_
 #define SAMPAN_TRAINER_LOCAL_TRAINER_H_
 
