@@ -154,7 +154,8 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
       Positive("table.optimizer.learning_rate", o.learning_rate()),
       accumulator("table.optimizer.initial_accumulator",
                   o.initial_accumulator()),
-      accumulator("table.optimizer.embedding_initial_accumulator",
+      // 0: by model (sparse_table/job_options.h).
+      NonNegative("table.optimizer.embedding_initial_accumulator",
                   o.embedding_initial_accumulator()),
       NonNegative("table.optimizer.init_range", o.init_range()),
       NonNegative("table.optimizer.l2", o.l2()),
@@ -400,7 +401,6 @@ JobConfig DefaultJobConfig() {
   // Measured on validation slices (bench/RESULTS.md, 2026-12-02): w and v
   // sharing 0.01 made FM lose AUC with every epoch.
   optimizer->set_initial_accumulator(1);
-  optimizer->set_embedding_initial_accumulator(1000);
   optimizer->set_init_range(0.01f);
   optimizer->set_l2(0);
   optimizer->set_ftrl_beta(1);

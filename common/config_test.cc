@@ -309,7 +309,7 @@ TEST(ConfigTest, ValidationFailureNamesPath) {
   EXPECT_EQ(ParseError("table: {optimizer: {embedding_initial_accumulator: "
                        "-1}}\n"),
             "job.yaml: table.optimizer.embedding_initial_accumulator: must "
-            "be > 0, got -1");
+            "be >= 0, got -1");
   EXPECT_EQ(ParseError("table: {optimizer: {type: FTRL, "
                        "embedding_initial_accumulator: -1}}\n"),
             "job.yaml: table.optimizer.embedding_initial_accumulator: must "

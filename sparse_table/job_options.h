@@ -21,6 +21,10 @@ TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index);
 inline constexpr uint32_t kSparseTableId = 0;
 inline constexpr uint32_t kDenseTableId = 1;
 
+// table.optimizer.embedding_initial_accumulator 0 (unset) means this, but
+// for DNN initial_accumulator (TableOptionsFromJob).
+inline constexpr float kEmbeddingInitialAccumulator = 1000;
+
 // Whether the job's pservers also serve table kDenseTableId.
 bool HasDenseTable(const JobConfig& job);
 

@@ -1,5 +1,8 @@
 #include "sparse_table/job_options.h"
 
+#include <utility>
+#include <vector>
+
 #include "common/config.h"
 #include "gtest/gtest.h"
 
@@ -101,6 +104,26 @@ TEST(JobOptionsTest, RocksDbFieldsMap) {
   EXPECT_EQ(o.embedding_dim, 0u);
 }
 
+TEST(JobOptionsTest, EmbeddingStartIsByModelUnlessSet) {
+  for (const auto& [yaml, want] : std::vector<std::pair<const char*, float>>{
+           {"model: {type: FM}\n", kEmbeddingInitialAccumulator},
+           {"model: {type: DEEPFM}\n", kEmbeddingInitialAccumulator},
+           // A DNN's embeddings are its only sparse signal: not damped.
+           {"model: {type: DNN}\n", 1.0f},
+           {"model: {type: DNN}\ntable: {optimizer: {initial_accumulator: "
+            "3}}\n",
+            3.0f},
+           {"model: {type: DNN}\n"
+            "table: {optimizer: {embedding_initial_accumulator: 50}}\n",
+            50.0f},
+       }) {
+    absl::StatusOr<JobConfig> job = ParseJobConfig(yaml, "job.yaml");
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(TableOptionsFromJob(*job, 0).embedding_initial_accumulator, want)
+        << yaml;
+  }
+}
+
 TEST(JobOptionsTest, ValidationRejectsBadTableFields) {
   for (const char* yaml : {
            "table: {hot_tier_bytes: 10, backend: ROCKSDB}\n",
@@ -108,7 +131,6 @@ TEST(JobOptionsTest, ValidationRejectsBadTableFields) {
            "table: {admission: {min_pushes: 300}}\n",
            "table: {optimizer: {min_weight: 1, max_weight: -1}}\n",
            "table: {optimizer: {type: ADAM, beta1: 1}}\n",
-           "table: {optimizer: {embedding_initial_accumulator: 0}}\n",
            "table: {optimizer: {type: SGD, embedding_initial_accumulator: "
            "-1}}\n",
        }) {
