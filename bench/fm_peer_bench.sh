@@ -3,8 +3,8 @@
 # peer built outside the repo), on the same rows and threads, alternated:
 #   - data: `sampan gen-data --vocab_scale=$VOCAB` (millions of distinct
 #     signs, most first seen during the first epoch: rows being created);
-#     xLearn reads the same rows as libffm ($CRITEO2FFM, the Criteo-winners'
-#     features, which Sampan's Criteo reader computes too);
+#     xLearn reads the same rows as libffm (bench/criteo_to_libffm.py, the
+#     Criteo-winners' features, which Sampan's Criteo reader computes too);
 #   - Sampan: `sampan train-local` FM dim 8, batch 2048, table defaults;
 #     xLearn: `xlearn_train -s 1 -k 8` with its defaults, its binary cache
 #     removed before every run so that it parses the text as Sampan does;
@@ -13,13 +13,12 @@
 #     examples/s; xLearn's per-epoch times from its log).
 # Prints one line per run and the medians with their ratios.
 #
-#   XLEARN=/tmp/xlearn/build/xlearn_train CRITEO2FFM=../shared/tools/criteo2ffm.py \
-#     ROWS=1000000 VOCAB=20 EPOCHS=1 THREADS=2 REPS=3 bench/fm_peer_bench.sh
+#   XLEARN=/tmp/xlearn/build/xlearn_train ROWS=1000000 VOCAB=20 EPOCHS=1 \
+#     THREADS=2 REPS=3 bench/fm_peer_bench.sh
 set -euo pipefail
 
 SAMPAN=${SAMPAN:-bazel-bin/cli/sampan}
 XLEARN=${XLEARN:?path to xlearn_train (see ../shared/tools/build-xlearn.sh)}
-CRITEO2FFM=${CRITEO2FFM:?path to criteo2ffm.py (../shared/tools)}
 ROWS=${ROWS:-1000000}
 VOCAB=${VOCAB:-20}
 EPOCHS=${EPOCHS:-1}
@@ -32,8 +31,8 @@ data="$WORK/data-$ROWS-$VOCAB"
 if [ ! -f "$data/done" ]; then
   "$SAMPAN" gen-data --out="$data" --rows="$ROWS" --seed=3 \
     --test_fraction=0.2 --vocab_scale="$VOCAB" >&2
-  python3 "$CRITEO2FFM" "$data/train.tsv" "$data/train.ffm"
-  python3 "$CRITEO2FFM" "$data/test.tsv" "$data/test.ffm"
+  python3 bench/criteo_to_libffm.py < "$data/train.tsv" > "$data/train.ffm"
+  python3 bench/criteo_to_libffm.py < "$data/test.tsv" > "$data/test.ffm"
   touch "$data/done"
 fi
 signs=$(cut -f2-40 "$data/train.tsv" | awk -F'\t' '{ for (i = 1; i <= NF; ++i)
