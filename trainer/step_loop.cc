@@ -165,15 +165,19 @@ class Loop {
       }
       if (n > 0 && o_.gate != nullptr) o_.gate->Took();
       bool more = n > 0;
-      if (st.ok() && (n > 0 || lockstep)) {
-        st = step_->Begin(n, examples);
-        if (st.ok()) {
+      // In lockstep a rank that failed (even at the gate: then with no
+      // batch) still takes part in the step, so that the others see it out
+      // of data and stop at once rather than time out.
+      if (lockstep || (st.ok() && n > 0)) {
+        const absl::Status begun = step_->Begin(n, examples);
+        if (begun.ok() && st.ok()) {
           crew.Run(n, train);
           for (int i = 0; i < n && st.ok(); ++i) st = results[i];
           if (st.ok() && o_.flush_each_step && n > 0) st = o_.rows->Flush();
-          // A rank whose batch failed still ends the step, so that in
-          // lockstep the others see it out of data and stop at once
-          // rather than time out.
+        }
+        if (!begun.ok()) {
+          if (st.ok()) st = begun;
+        } else {
           absl::StatusOr<bool> end = step_->End();
           if (!end.ok()) {
             if (st.ok()) st = end.status();

@@ -229,6 +229,24 @@ TEST(StepLoopTest, AStepOfTwoWorkersSumsTheirGradients) {
   EXPECT_FLOAT_EQ(sums[1][0][0], sums[0][0][0] + sums[0][1][0]);
 }
 
+TEST(StepLoopTest, ALockstepRankFailingAtTheGateStillEndsTheStep) {
+  // A checkpoint due after 2 steps fails: the rank must still take part in
+  // that step with no batch, so the other ranks see it out of data.
+  const CtrModel model(Fm(true));
+  auto table = Table(model);
+  auto rows = TableRows(table.get());
+  RecordingLockstep dense(model.dense_size());
+  VectorSource source(10, 16, 7);
+  CheckpointGate gate(2, 0, [](uint64_t, bool) -> absl::StatusOr<uint64_t> {
+    return absl::UnavailableError("checkpoint failed");
+  });
+  StepLoopOptions o = Options(model, &source, rows.get(), &dense, 2);
+  o.gate = &gate;
+  EXPECT_EQ(RunStepLoop(o).message(), "checkpoint failed");
+  ASSERT_EQ(dense.begins.size(), 3u);
+  EXPECT_EQ(dense.begins[2], std::make_pair(0, size_t{0}));
+}
+
 TEST(StepLoopTest, AnErrorStopsEveryThread) {
   const CtrModel model(Fm(false));
   auto table = Table(model);

@@ -97,13 +97,16 @@ class Trainer : public StepObserver {
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     model_ = std::make_unique<CtrModel>(o->model);
-    absl::StatusOr<std::unique_ptr<RareSigns>> rare = CountJobSigns(config_);
-    if (!rare.ok()) return rare.status();
-    rare_ = std::move(*rare);
-    source_.set_rare(rare_.get());
     if (absl::Status s = Connect(); !s.ok()) return s;
     std::thread heartbeat([this] { HeartbeatLoop(); });
-    absl::Status status = Train(o->dense);
+    // Counting reads the training data once: heartbeats go on meanwhile.
+    absl::StatusOr<std::unique_ptr<RareSigns>> rare = CountJobSigns(config_);
+    absl::Status status = rare.status();
+    if (status.ok()) {
+      rare_ = std::move(*rare);
+      source_.set_rare(rare_.get());
+      status = Train(o->dense);
+    }
     if (status.ok()) status = FlushPushes();
     if (status.ok() && checkpoints_) ArriveFinished();
     Fail(status);
