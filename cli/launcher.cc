@@ -411,6 +411,10 @@ class Launcher {
     while (!g_interrupted) {
       if (Reap()) return ReportFailure();
       if (AllTrainersDone()) {
+        // Their last heartbeats hold the final counts: the last line shows
+        // them, not those of up to an interval before the end.
+        auto status = coordinator.JobStatus();
+        if (status.ok()) progress.Update(*status);
         progress.Finish();
         return 0;
       }
