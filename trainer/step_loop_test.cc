@@ -124,36 +124,45 @@ CtrModelOptions Fm(bool dense_input) {
   return m;
 }
 
-std::unique_ptr<SparseTable> Table(const CtrModel& model) {
+std::unique_ptr<SparseTable> Table(const CtrModel& model, float learning_rate,
+                                   float init_range) {
   TableOptions t;
   t.embedding_dim = model.row_dim() - 1;
   t.num_shards = 4;
-  t.learning_rate = 0.1f;
+  t.learning_rate = learning_rate;
+  t.init_range = init_range;
   return NewMemoryTable(t);
 }
 
-StepLoopOptions Options(const CtrModel& model, BatchSource* source,
-                        SparseStore* rows, DenseWeights* dense, int threads,
-                        StepObserver* observer = nullptr) {
-  StepLoopOptions o;
-  o.model = &model;
-  o.source = source;
-  o.rows = rows;
-  o.dense = dense;
-  o.observer = observer;
-  o.threads = threads;
-  return o;
-}
+// An FM model, an in-process table for it, and loop options over both.
+struct Rig {
+  explicit Rig(bool dense_input, float learning_rate = 0.1f,
+               float init_range = 0.01f)
+      : model(Fm(dense_input)),
+        table(Table(model, learning_rate, init_range)),
+        rows(TableRows(table.get())) {}
+  StepLoopOptions Options(BatchSource* source, DenseWeights* dense, int threads,
+                          StepObserver* observer = nullptr) const {
+    StepLoopOptions o;
+    o.model = &model;
+    o.source = source;
+    o.rows = rows.get();
+    o.dense = dense;
+    o.observer = observer;
+    o.threads = threads;
+    return o;
+  }
+  const CtrModel model;
+  const std::unique_ptr<SparseTable> table;
+  const std::unique_ptr<SparseStore> rows;
+};
 
 TEST(StepLoopTest, HogwildTrainsEveryBatchOnceAndLearns) {
-  const CtrModel model(Fm(false));
-  auto table = Table(model);
-  auto rows = TableRows(table.get());
+  Rig rig(false);
   auto dense = NoDenseWeights();
   VectorSource source(400, 64, 1);
   Counter counter;
-  StepLoopOptions o =
-      Options(model, &source, rows.get(), dense.get(), 3, &counter);
+  StepLoopOptions o = rig.Options(&source, dense.get(), 3, &counter);
   uint64_t steps = 7;
   ASSERT_TRUE(RunStepLoop(o, &steps).ok());
   EXPECT_EQ(counter.batches, 400);
@@ -169,23 +178,21 @@ TEST(StepLoopTest, HogwildTrainsEveryBatchOnceAndLearns) {
   VectorSource eval(1, 16, 2);
   absl::Status unused;
   ASSERT_TRUE(eval.Next(&w.batch, &unused));
-  ASSERT_TRUE(Predict(model, rows.get(), nullptr, &w).ok());
+  ASSERT_TRUE(Predict(rig.model, rig.rows.get(), nullptr, &w).ok());
   ASSERT_EQ(w.probs.size(), 16u);
-  const TableStats before = table->Stats();
+  const TableStats before = rig.table->Stats();
   w.batch.signs[0] = FeatureSign(1, "never seen");
-  ASSERT_TRUE(Predict(model, rows.get(), nullptr, &w).ok());
-  EXPECT_EQ(table->Stats().rows, before.rows);
+  ASSERT_TRUE(Predict(rig.model, rig.rows.get(), nullptr, &w).ok());
+  EXPECT_EQ(rig.table->Stats().rows, before.rows);
 }
 
 TEST(StepLoopTest, LockstepStepsAreGroupsOfThreadsBatches) {
-  const CtrModel model(Fm(true));
-  ASSERT_EQ(model.dense_size(), 2u);  // its weight and bias
-  auto table = Table(model);
-  auto rows = TableRows(table.get());
-  RecordingLockstep dense(model.dense_size());
+  Rig rig(true);
+  ASSERT_EQ(rig.model.dense_size(), 2u);  // its weight and bias
+  RecordingLockstep dense(rig.model.dense_size());
   VectorSource source(7, 32, 3);
   Counter counter;
-  StepLoopOptions o = Options(model, &source, rows.get(), &dense, 3, &counter);
+  StepLoopOptions o = rig.Options(&source, &dense, 3, &counter);
   uint64_t steps = 0;
   ASSERT_TRUE(RunStepLoop(o, &steps).ok());
   EXPECT_EQ(counter.batches, 7);
@@ -205,21 +212,14 @@ TEST(StepLoopTest, AStepOfTwoWorkersSumsTheirGradients) {
   // Rows and weights that never move (learning rates 0), so a gradient
   // depends on its batch only: one step of two workers must carry the sum
   // of what two one-worker steps computed.
-  const CtrModel model(Fm(true));
   std::vector<std::vector<float>> sums[2];
   for (int threads : {1, 2}) {
-    TableOptions t;
-    t.embedding_dim = model.row_dim() - 1;
-    t.num_shards = 4;
-    t.learning_rate = 0.0f;
-    t.init_range = 0.1f;
-    auto table = NewMemoryTable(t);
-    auto rows = TableRows(table.get());
-    RecordingLockstep dense(model.dense_size());
+    Rig rig(true, /*learning_rate=*/0.0f, /*init_range=*/0.1f);
+    RecordingLockstep dense(rig.model.dense_size());
     dense.weights_[0] = 0.3f;
     dense.lr = 0;
     VectorSource source(2, 16, 4);
-    StepLoopOptions o = Options(model, &source, rows.get(), &dense, threads);
+    StepLoopOptions o = rig.Options(&source, &dense, threads);
     ASSERT_TRUE(RunStepLoop(o).ok());
     sums[threads - 1] = dense.sums;
   }
@@ -232,15 +232,13 @@ TEST(StepLoopTest, AStepOfTwoWorkersSumsTheirGradients) {
 TEST(StepLoopTest, ALockstepRankFailingAtTheGateStillEndsTheStep) {
   // A checkpoint due after 2 steps fails: the rank must still take part in
   // that step with no batch, so the other ranks see it out of data.
-  const CtrModel model(Fm(true));
-  auto table = Table(model);
-  auto rows = TableRows(table.get());
-  RecordingLockstep dense(model.dense_size());
+  Rig rig(true);
+  RecordingLockstep dense(rig.model.dense_size());
   VectorSource source(10, 16, 7);
   CheckpointGate gate(2, 0, [](uint64_t, bool) -> absl::StatusOr<uint64_t> {
     return absl::UnavailableError("checkpoint failed");
   });
-  StepLoopOptions o = Options(model, &source, rows.get(), &dense, 2);
+  StepLoopOptions o = rig.Options(&source, &dense, 2);
   o.gate = &gate;
   EXPECT_EQ(RunStepLoop(o).message(), "checkpoint failed");
   ASSERT_EQ(dense.begins.size(), 3u);
@@ -248,28 +246,23 @@ TEST(StepLoopTest, ALockstepRankFailingAtTheGateStillEndsTheStep) {
 }
 
 TEST(StepLoopTest, AnErrorStopsEveryThread) {
-  const CtrModel model(Fm(false));
-  auto table = Table(model);
-  auto rows = TableRows(table.get());
+  Rig rig(false);
   auto dense = NoDenseWeights();
   VectorSource source(1000, 16, 5);
   Counter counter;
   counter.fail_at = 20;
-  StepLoopOptions o =
-      Options(model, &source, rows.get(), dense.get(), 4, &counter);
+  StepLoopOptions o = rig.Options(&source, dense.get(), 4, &counter);
   absl::Status s = RunStepLoop(o);
   EXPECT_EQ(s.message(), "observer failed");
   EXPECT_LT(source.taken(), 100u);
 }
 
 TEST(StepLoopTest, StopTakesNoMoreBatches) {
-  const CtrModel model(Fm(false));
-  auto table = Table(model);
-  auto rows = TableRows(table.get());
+  Rig rig(false);
   auto dense = NoDenseWeights();
   VectorSource source(10, 16, 6);
   std::atomic<bool> stop{true};
-  StepLoopOptions o = Options(model, &source, rows.get(), dense.get(), 2);
+  StepLoopOptions o = rig.Options(&source, dense.get(), 2);
   o.stop = &stop;
   EXPECT_TRUE(RunStepLoop(o).ok());
   EXPECT_EQ(source.taken(), 0u);
