@@ -27,9 +27,8 @@ from_eval() { sed -n 's/^AUC \([^ ]*\)  logloss \([^ ]*\)  COPC \([^ ]*\)  rows 
 
 # Compares eval with the trainer's result: AUC and rows exactly, logloss
 # and COPC to the printed precision of result.txt (4 and 3 decimals there).
-# Exact AUC holds because the trainer scores its test set with the same
-# CtrModel step as eval (LR/FM train with FmModel, whose float sums differ
-# in the last bit and once moved the sixth decimal: 0.577066 vs 0.577065).
+# Exact AUC holds because every trainer trains and scores its test set with
+# the same CtrModel step as eval.
 same_metrics() {  # name model-dir data result.txt
   local got want
   got=$("$SAMPAN" eval "$2" "$3" 2>/dev/null | from_eval)

@@ -6,35 +6,58 @@
 namespace sampan {
 namespace {
 
+// A per-batch (Hogwild) step: reads the weights into its own copy before
+// the batch and hands the batch's summed gradient on after it.
+class PerBatchStep : public DenseWeights::Step {
+ public:
+  explicit PerBatchStep(size_t n) : weights_(n), grads_(n) {}
+  absl::Status Begin(int batches, size_t examples) override {
+    batches_ = batches;
+    examples_ = examples;
+    if (batches == 0) return absl::OkStatus();
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    return Read(weights_.data());
+  }
+  const float* weights() override { return weights_.data(); }
+  float* grads(int) override { return grads_.data(); }
+  absl::StatusOr<bool> End() override {
+    if (batches_ == 0) return false;
+    absl::Status s = Update(grads_.data(), examples_);
+    if (!s.ok()) return s;
+    return true;
+  }
+
+ protected:
+  // The current weights into `weights`.
+  virtual absl::Status Read(float* weights) = 0;
+  // Applies `grads`, summed over `examples` examples (clobbers them).
+  virtual absl::Status Update(float* grads, size_t examples) = 0;
+
+ private:
+  std::vector<float> weights_, grads_;
+  int batches_ = 0;
+  size_t examples_ = 0;
+};
+
 class Local : public DenseWeights {
  public:
   explicit Local(DenseParams* params) : params_(params) {}
 
-  class LocalStep : public Step {
+  class LocalStep : public PerBatchStep {
    public:
-    explicit LocalStep(DenseParams* p)
-        : params_(p), weights_(p->size()), grads_(p->size()) {}
-    absl::Status Begin(int batches, size_t examples) override {
-      batches_ = batches;
-      examples_ = examples;
-      params_->Snapshot(weights_.data());
-      std::fill(grads_.begin(), grads_.end(), 0.0f);
+    explicit LocalStep(DenseParams* p) : PerBatchStep(p->size()), params_(p) {}
+
+   protected:
+    absl::Status Read(float* weights) override {
+      params_->Snapshot(weights);
       return absl::OkStatus();
     }
-    const float* weights() override { return weights_.data(); }
-    float* grads(int) override { return grads_.data(); }
-    absl::StatusOr<bool> End() override {
-      if (batches_ == 0) return false;
-      absl::Status s = params_->Apply(grads_.data(), 1.0f / examples_);
-      if (!s.ok()) return s;
-      return true;
+    absl::Status Update(float* grads, size_t examples) override {
+      return params_->Apply(grads, 1.0f / examples);
     }
 
    private:
     DenseParams* const params_;
-    std::vector<float> weights_, grads_;
-    int batches_ = 0;
-    size_t examples_ = 0;
   };
 
   size_t size() const override { return params_->size(); }
@@ -51,45 +74,32 @@ class Pserver : public DenseWeights {
   Pserver(const AsyncDense* layout, PsClient* client, int row_dim)
       : layout_(layout), client_(client), row_dim_(row_dim) {}
 
-  class PserverStep : public Step {
+  class PserverStep : public PerBatchStep {
    public:
     explicit PserverStep(const Pserver& d)
-        : d_(d),
-          weights_(d.layout_->size()),
-          grads_(d.layout_->size()),
+        : PerBatchStep(d.layout_->size()),
+          d_(d),
           rows_(d.layout_->keys().size() * d.row_dim_) {}
-    absl::Status Begin(int batches, size_t examples) override {
-      batches_ = batches;
-      examples_ = examples;
-      if (batches == 0) return absl::OkStatus();
+
+   protected:
+    absl::Status Read(float* weights) override {
       absl::Status s = d_.client_->Pull(d_.layout_->keys(), true, rows_.data());
-      if (!s.ok()) return s;
-      d_.layout_->Weights(rows_.data(), weights_.data());
-      std::fill(grads_.begin(), grads_.end(), 0.0f);
-      return absl::OkStatus();
+      if (s.ok()) d_.layout_->Weights(rows_.data(), weights);
+      return s;
     }
-    const float* weights() override { return weights_.data(); }
-    float* grads(int) override { return grads_.data(); }
-    absl::StatusOr<bool> End() override {
-      if (batches_ == 0) return false;
+    absl::Status Update(float* grads, size_t examples) override {
       // The per-example mean, as SYNC and HYBRID apply (async_dense.h).
-      d_.layout_->GradRows(grads_.data(), 1.0f / examples_, rows_.data());
+      d_.layout_->GradRows(grads, 1.0f / examples, rows_.data());
       const size_t keys = d_.layout_->keys().size();
-      counts_.assign(keys, float(examples_));
+      counts_.assign(keys, float(examples));
       clicks_.assign(keys, 0.0f);
-      absl::Status s =
-          d_.client_->PushAsync(d_.layout_->keys(), rows_, counts_, clicks_);
-      if (!s.ok()) return s;
-      return true;
+      return d_.client_->PushAsync(d_.layout_->keys(), rows_, counts_, clicks_);
     }
 
    private:
     const Pserver& d_;
-    std::vector<float> weights_, grads_;
     // The table's rows: pulled, then reused for their gradients.
     std::vector<float> rows_, counts_, clicks_;
-    int batches_ = 0;
-    size_t examples_ = 0;
   };
 
   size_t size() const override { return layout_->size(); }

@@ -207,6 +207,20 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> OpenPart(const DataPart& part,
   return CriteoReader::Open(part.path, options);
 }
 
+absl::Status ReadParts(const std::vector<DataPart>& parts, size_t rows,
+                       Batch* batch,
+                       const std::function<absl::Status()>& each) {
+  for (const DataPart& part : parts) {
+    auto reader = OpenPart(part);
+    if (!reader.ok()) return reader.status();
+    while ((*reader)->NextBatch(rows, batch)) {
+      if (absl::Status s = each(); !s.ok()) return s;
+    }
+    if (!(*reader)->read_status().ok()) return (*reader)->read_status();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status InputQueue::CheckFiles(const JobConfig& config) {
   // Byte ranges: every rank opens every file as rank 0 does.
   const bool by_file = config.data().split() == DataConfig::BY_FILE;

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,6 +63,13 @@ std::vector<DataPart> TestPartsOf(const JobConfig& config);
 // as long as its size and modification time stay).
 absl::StatusOr<std::unique_ptr<CriteoReader>> OpenPart(
     const DataPart& part, uint64_t start_offset = 0);
+
+// Reads every part whole, in order, `rows` rows at a time into `*batch`,
+// calling `each` after every batch. Stops at the first error: a part that
+// cannot be opened or ends early (a truncated file must not read as a
+// smaller one), or `each`'s.
+absl::Status ReadParts(const std::vector<DataPart>& parts, size_t rows,
+                       Batch* batch, const std::function<absl::Status()>& each);
 
 class InputQueue {
  public:

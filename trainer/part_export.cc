@@ -14,15 +14,12 @@ absl::Status ExportTrainerPart(const JobConfig& config, int rank, int row_dim,
                                const RowReader& read, const RareSigns* rare) {
   absl::flat_hash_set<uint64_t> keys = {kBiasSign};
   Batch batch;
-  for (const DataPart& part : TrainPartsOf(config, rank)) {
-    auto reader = OpenPart(part);
-    if (!reader.ok()) return reader.status();
-    while ((*reader)->NextBatch(1 << 14, &batch)) {
-      if (rare != nullptr) rare->Apply(&batch.signs, batch.slots);
-      keys.insert(batch.signs.begin(), batch.signs.end());
-    }
-    if (!(*reader)->read_status().ok()) return (*reader)->read_status();
-  }
+  absl::Status s = ReadParts(TrainPartsOf(config, rank), 1 << 14, &batch, [&] {
+    if (rare != nullptr) rare->Apply(&batch.signs, batch.slots);
+    keys.insert(batch.signs.begin(), batch.signs.end());
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
   const std::string dir = ModelDir(config);
   SAMPAN_LOG(INFO) << "trainer " << rank << ": exporting " << keys.size()
                    << " sparse rows to " << dir;

@@ -14,15 +14,13 @@ absl::StatusOr<std::unique_ptr<RareSigns>> CountJobSigns(
   uint64_t rows = 0;
   const int trainers = std::max<int>(1, config.cluster().num_trainers());
   for (int rank = 0; rank < trainers; ++rank) {
-    for (const DataPart& part : TrainPartsOf(config, rank)) {
-      auto reader = OpenPart(part);
-      if (!reader.ok()) return reader.status();
-      while ((*reader)->NextBatch(1 << 14, &batch)) {
-        rare->Count(batch.signs);
-        rows += batch.size();
-      }
-      if (!(*reader)->read_status().ok()) return (*reader)->read_status();
-    }
+    absl::Status s =
+        ReadParts(TrainPartsOf(config, rank), 1 << 14, &batch, [&] {
+          rare->Count(batch.signs);
+          rows += batch.size();
+          return absl::OkStatus();
+        });
+    if (!s.ok()) return s;
   }
   rare->Freeze();
   SAMPAN_LOG(INFO) << "data.min_feature_count " << min_count << ": "

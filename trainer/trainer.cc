@@ -416,21 +416,18 @@ class Trainer : public StepObserver {
   absl::Status Evaluate() {
     std::vector<float> probs, labels;
     Worker w;
-    for (const DataPart& part : TestPartsOf(config_)) {
-      auto reader = OpenPart(part);
-      if (!reader.ok()) return reader.status();
-      while ((*reader)->NextBatch(config_.data().batch_size(), &w.batch)) {
-        if (rare_ != nullptr) rare_->Apply(&w.batch.signs, w.batch.slots);
-        absl::Status st =
-            Predict(*model_, rows_.get(), DenseWeightsAtEnd(), &w);
-        if (!st.ok()) return st;
-        probs.insert(probs.end(), w.probs.begin(), w.probs.end());
-        labels.insert(labels.end(), w.batch.labels.begin(),
-                      w.batch.labels.end());
-      }
-      // A truncated test file must not score as a smaller one.
-      if (!(*reader)->read_status().ok()) return (*reader)->read_status();
-    }
+    absl::Status s = ReadParts(
+        TestPartsOf(config_), config_.data().batch_size(), &w.batch, [&] {
+          if (rare_ != nullptr) rare_->Apply(&w.batch.signs, w.batch.slots);
+          absl::Status st =
+              Predict(*model_, rows_.get(), DenseWeightsAtEnd(), &w);
+          if (!st.ok()) return st;
+          probs.insert(probs.end(), w.probs.begin(), w.probs.end());
+          labels.insert(labels.end(), w.batch.labels.begin(),
+                        w.batch.labels.end());
+          return absl::OkStatus();
+        });
+    if (!s.ok()) return s;
     const EvalMetrics m = sampan::Evaluate(probs, labels);
     SAMPAN_LOG(INFO) << absl::StrFormat("test AUC %.4f logloss %.4f on %d rows",
                                         m.auc, m.logloss, m.rows);
