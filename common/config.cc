@@ -430,6 +430,12 @@ JobConfig DefaultJobConfig() {
   data->mutable_synthetic()->set_rows(100000);
   data->mutable_synthetic()->set_seed(1);
   data->mutable_synthetic()->set_test_fraction(0.1);
+  StreamConfig* stream = data->mutable_stream();
+  stream->set_pattern("%Y%m%d/%H");
+  stream->set_done_marker("_SUCCESS");
+  stream->set_poll_seconds(5);
+  stream->set_progressive_fraction(1);
+  stream->set_keep_bases(3);
   config.set_output_dir("/tmp/sampan-job");
   config.set_progress_interval_seconds(2);
   config.mutable_checkpoint()->set_keep(3);
