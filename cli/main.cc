@@ -382,6 +382,10 @@ int TrainLocalMain(int argc, char** argv) {
   }
   absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
   if (!config.ok()) return ConfigError(config.status());
+  if (absl::Status s = ValidateForTrainLocal(*config); !s.ok()) {
+    return ConfigError(
+        absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+  }
   absl::Status s = TrainLocalJob(*config);
   return s.ok() ? 0 : Fail(s);
 }

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/pass_pattern.h"
 #include "common/yaml_proto.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -220,6 +221,19 @@ absl::Status ValidateFiles(absl::string_view path,
 // while synthetic.rows > 0, so giving both is an error.
 absl::Status ValidateDataSource(const DataConfig& d) {
   const SyntheticDataConfig& s = d.synthetic();
+  if (!d.stream().root().empty()) {
+    if (s.rows() > 0) {
+      return Invalid("data.synthetic.rows",
+                     "must be 0 with data.stream.root (the passes are the "
+                     "input)");
+    }
+    if (!d.train_files().empty()) {
+      return Invalid("data.train_files",
+                     "must be empty with data.stream.root (the passes are "
+                     "the input)");
+    }
+    return ValidateFiles("data.test_files", d.test_files());
+  }
   if (s.rows() == 0) {
     if (d.train_files().empty()) {
       return Invalid("data.train_files",
@@ -240,6 +254,8 @@ absl::Status ValidateDataSource(const DataConfig& d) {
   }
   return absl::OkStatus();
 }
+
+absl::Status ValidateStream(const StreamConfig& s);
 
 absl::Status ValidateData(const DataConfig& d) {
   if (d.format() == FORMAT_UNSPECIFIED) {
@@ -281,6 +297,53 @@ absl::Status ValidateData(const DataConfig& d) {
       AtLeast("data.batch_size", d.batch_size(), 1),
       AtLeast("data.epochs", d.epochs(), 1),
       ValidateDataSource(d),
+      ValidateStream(d.stream()),
+  });
+}
+
+absl::Status ValidatePassName(absl::string_view field, const std::string& name,
+                              const PassPattern& pattern,
+                              const std::string& text) {
+  if (name.empty() || pattern.Match(name).has_value()) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("\"", name, "\" does not match pattern \"",
+                                     text, "\""));
+}
+
+absl::Status ValidateStream(const StreamConfig& s) {
+  if (s.root().empty()) return absl::OkStatus();
+  absl::StatusOr<PassPattern> pattern = PassPattern::Compile(s.pattern());
+  if (!pattern.ok()) {
+    return Invalid("data.stream.pattern", pattern.status().message());
+  }
+  const bool marker_ok = !s.done_marker().empty() &&
+                         s.done_marker().find('/') == std::string::npos;
+  absl::Status order = absl::OkStatus();
+  if (!s.start_pass().empty() && !s.end_pass().empty() &&
+      pattern->Match(s.start_pass()) && pattern->Match(s.end_pass()) &&
+      pattern->Match(s.end_pass())->time <
+          pattern->Match(s.start_pass())->time) {
+    order =
+        Invalid("data.stream.end_pass",
+                absl::StrCat("\"", s.end_pass(), "\" is before start_pass \"",
+                             s.start_pass(), "\""));
+  }
+  return FirstError({
+      marker_ok ? absl::OkStatus()
+                : Invalid("data.stream.done_marker",
+                          "must be a file name (no \"/\"), e.g. _SUCCESS"),
+      ValidatePassName("data.stream.start_pass", s.start_pass(), *pattern,
+                       s.pattern()),
+      ValidatePassName("data.stream.end_pass", s.end_pass(), *pattern,
+                       s.pattern()),
+      order,
+      Positive("data.stream.poll_seconds", s.poll_seconds()),
+      NonNegative("data.stream.idle_stop_seconds", s.idle_stop_seconds()),
+      s.progressive_fraction() >= 0 && s.progressive_fraction() <= 1
+          ? absl::OkStatus()
+          : Invalid("data.stream.progressive_fraction",
+                    absl::StrCat("must be in [0, 1], got ",
+                                 s.progressive_fraction())),
+      AtLeast("data.stream.keep_bases", s.keep_bases(), 1),
   });
 }
 
@@ -544,7 +607,10 @@ absl::Status ValidateCheckpoint(const JobConfig& config) {
 // BY_FILE gives each trainer whole files: every trainer needs one.
 absl::Status ValidateSplit(const JobConfig& config) {
   const DataConfig& d = config.data();
-  if (d.split() != DataConfig::BY_FILE) return absl::OkStatus();
+  // A stream's passes have as many files as they have.
+  if (d.split() != DataConfig::BY_FILE || !d.stream().root().empty()) {
+    return absl::OkStatus();
+  }
   const uint32_t trainers = config.cluster().num_trainers();
   const bool synthetic = d.synthetic().rows() > 0;
   const int files = synthetic ? 1 : d.train_files_size();
@@ -573,12 +639,62 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
   });
 }
 
+// What a stream job cannot do yet, or cannot mean.
+absl::Status ValidateStreamForRun(const JobConfig& config) {
+  const DataConfig& d = config.data();
+  if (d.stream().root().empty()) return absl::OkStatus();
+  const ModelConfig::Mode mode = config.model().mode();
+  const bool deep = config.model().type() >= DNN;
+  const bool lockstep = deep && mode != ModelConfig::ASYNC;
+  const CheckpointConfig& c = config.checkpoint();
+  return FirstError({
+      lockstep ? Invalid("model.mode",
+                         "a data.stream job trains deep models in ASYNC mode "
+                         "only for now (HYBRID and SYNC ranks would stop "
+                         "each pass at the first rank out of data)")
+               : absl::OkStatus(),
+      d.epochs() > 1 ? Invalid("data.epochs",
+                               "must be 1 with data.stream: every pass is "
+                               "trained once")
+                     : absl::OkStatus(),
+      d.min_feature_count() > 1
+          ? Invalid("data.min_feature_count",
+                    "needs every training row up front; with data.stream "
+                    "use table.admission.min_pushes")
+          : absl::OkStatus(),
+      d.holdout_fraction() > 0
+          ? Invalid("data.holdout_fraction",
+                    "a stream is scored pass by pass before training "
+                    "(data.stream.progressive_fraction); give test_files "
+                    "for a fixed test set")
+          : absl::OkStatus(),
+      d.shuffle_buffer_rows() > 0
+          ? Invalid("data.shuffle_buffer_rows",
+                    "not with data.stream yet (passes are read in order)")
+          : absl::OkStatus(),
+      c.every_steps() > 0 || c.every_seconds() > 0
+          ? Invalid("checkpoint",
+                    "not with data.stream yet: a stream job publishes a "
+                    "model version after every pass instead")
+          : absl::OkStatus(),
+  });
+}
+
 absl::Status ValidateForRun(const JobConfig& config) {
   if (config.data().validation_fraction() > 0) {
     return Invalid("data.validation_fraction",
                    "early stopping on a validation slice is `sampan "
                    "train-local` only for now; `sampan run` trains every "
                    "epoch (set it to 0)");
+  }
+  return ValidateStreamForRun(config);
+}
+
+absl::Status ValidateForTrainLocal(const JobConfig& config) {
+  if (!config.data().stream().root().empty()) {
+    return Invalid("data.stream",
+                   "continuous training runs under `sampan run` only for "
+                   "now (`sampan train-local` trains data.train_files)");
   }
   return absl::OkStatus();
 }

@@ -37,6 +37,10 @@ absl::Status ValidateJobConfig(const JobConfig& config);
 // field, so that the job is refused before anything starts.
 absl::Status ValidateForRun(const JobConfig& config);
 
+// What `sampan train-local` refuses of what ValidateJobConfig accepts (a
+// data.stream), naming the field.
+absl::Status ValidateForTrainLocal(const JobConfig& config);
+
 }  // namespace sampan
 
 #endif  // SAMPAN_COMMON_CONFIG_H_

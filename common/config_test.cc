@@ -443,5 +443,42 @@ TEST(ConfigTest, RunRefusesWhatOnlyTrainLocalDoes) {
               StartsWith("data.validation_fraction: "));
 }
 
+// A stream replaces train_files; its names must spell the pattern; what a
+// stream job cannot do yet is refused before anything starts.
+TEST(ConfigTest, StreamRules) {
+  const std::string stream =
+      "data:\n  synthetic: {rows: 0}\n  stream:\n    root: /tmp/s\n";
+  EXPECT_EQ(ParseError(stream), "");
+  EXPECT_THAT(ParseError("data:\n  stream: {root: /tmp/s}\n"),
+              HasSubstr("data.synthetic.rows: must be 0 with data.stream"));
+  EXPECT_THAT(ParseError(stream + "  train_files: [a.tsv]\n"),
+              HasSubstr("data.train_files: must be empty with data.stream"));
+  EXPECT_THAT(ParseError(stream + "    pattern: \"%H\"\n"),
+              HasSubstr("data.stream.pattern: pattern \"%H\" must have"));
+  EXPECT_THAT(ParseError(stream + "    end_pass: \"2026120105\"\n"),
+              HasSubstr("data.stream.end_pass: \"2026120105\" does not match"));
+  EXPECT_THAT(ParseError(stream + "    start_pass: \"20261201/05\"\n" +
+                         "    end_pass: \"20261201/04\"\n"),
+              HasSubstr("data.stream.end_pass: \"20261201/04\" is before"));
+  EXPECT_THAT(ParseError(stream + "    done_marker: a/b\n"),
+              HasSubstr("data.stream.done_marker:"));
+
+  absl::StatusOr<JobConfig> config = ParseJobConfig(stream, "job.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(ValidateForRun(*config).ok());
+  EXPECT_THAT(std::string(ValidateForTrainLocal(*config).message()),
+              StartsWith("data.stream: "));
+  JobConfig deep = *config;
+  deep.mutable_model()->set_type(DEEPFM);
+  EXPECT_THAT(std::string(ValidateForRun(deep).message()),
+              StartsWith("model.mode: "));
+  deep.mutable_model()->set_mode(ModelConfig::ASYNC);
+  EXPECT_TRUE(ValidateForRun(deep).ok());
+  JobConfig epochs = *config;
+  epochs.mutable_data()->set_epochs(2);
+  EXPECT_THAT(std::string(ValidateForRun(epochs).message()),
+              StartsWith("data.epochs: "));
+}
+
 }  // namespace
 }  // namespace sampan
