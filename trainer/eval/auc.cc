@@ -53,6 +53,16 @@ void StreamingAuc::Merge(const StreamingAuc& other) {
   }
 }
 
+bool StreamingAuc::AddCounts(const std::vector<uint64_t>& pos,
+                             const std::vector<uint64_t>& neg) {
+  if (pos.size() != pos_.size() || neg.size() != neg_.size()) return false;
+  for (int i = 0; i < buckets_; ++i) {
+    pos_[i] += pos[i];
+    neg_[i] += neg[i];
+  }
+  return true;
+}
+
 void StreamingAuc::Reset() {
   std::fill(pos_.begin(), pos_.end(), 0);
   std::fill(neg_.begin(), neg_.end(), 0);

@@ -43,6 +43,14 @@ class StreamingAuc {
   void Reset();
   double Auc() const;
   uint64_t count() const;
+  // The histograms, per bucket (buckets() each), to send elsewhere.
+  int buckets() const { return buckets_; }
+  const std::vector<uint64_t>& positives() const { return pos_; }
+  const std::vector<uint64_t>& negatives() const { return neg_; }
+  // Adds histograms of another StreamingAuc of the same bucket count;
+  // false (nothing added) when the sizes differ.
+  bool AddCounts(const std::vector<uint64_t>& pos,
+                 const std::vector<uint64_t>& neg);
 
  private:
   int buckets_;
