@@ -1,11 +1,6 @@
 #include "coordinator/checkpoint_store.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-#include <zlib.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_digest.h"
 #include "common/log.h"
 #include "google/protobuf/text_format.h"
 
@@ -24,32 +20,6 @@ namespace fs = std::filesystem;
 
 constexpr char kManifest[] = "MANIFEST";
 constexpr char kPrefix[] = "ckpt-";
-
-absl::StatusOr<uint32_t> Crc32OfFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  uLong crc = crc32(0L, Z_NULL, 0);
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), buf.size());
-    if (in.gcount() > 0) {
-      crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()),
-                  static_cast<uInt>(in.gcount()));
-    }
-  }
-  if (in.bad()) return absl::DataLossError(absl::StrCat("reading ", path));
-  return static_cast<uint32_t>(crc);
-}
-
-// fsyncs a file or a directory (to make a rename in it durable).
-absl::Status Fsync(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "open " + path);
-  const int rc = fsync(fd);
-  const int err = errno;
-  close(fd);
-  return rc == 0 ? absl::OkStatus() : absl::ErrnoToStatus(err, "fsync " + path);
-}
 
 // Epochs of the ckpt-<epoch> directories under root, ascending.
 std::map<uint64_t, std::string> ListEpochs(const std::string& root) {
@@ -87,40 +57,18 @@ absl::Status WriteManifest(const std::string& dir,
                            coord::CheckpointManifest* manifest) {
   manifest->set_version(kManifestVersion);
   manifest->clear_files();
-  std::error_code ec;
-  std::vector<std::string> paths;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (e.is_regular_file()) paths.push_back(e.path().string());
-  }
-  if (ec)
-    return absl::InternalError(
-        absl::StrCat("listing ", dir, ": ", ec.message()));
-  std::sort(paths.begin(), paths.end());
-  for (const std::string& path : paths) {
-    const std::string rel = fs::relative(path, dir).string();
-    if (rel == kManifest || rel == std::string(kManifest) + ".tmp") continue;
-    absl::StatusOr<uint32_t> crc = Crc32OfFile(path);
-    if (!crc.ok()) return crc.status();
+  absl::StatusOr<std::vector<FileDigest>> files =
+      DigestFiles(dir, {kManifest, std::string(kManifest) + ".tmp"});
+  if (!files.ok()) return files.status();
+  for (const FileDigest& file : *files) {
     coord::ManifestFile* f = manifest->add_files();
-    f->set_path(rel);
-    f->set_size(fs::file_size(path, ec));
-    f->set_crc32(*crc);
+    f->set_path(file.path);
+    f->set_size(file.size);
+    f->set_crc32(file.crc32);
   }
   std::string text;
   google::protobuf::TextFormat::PrintToString(*manifest, &text);
-  const std::string tmp = absl::StrCat(dir, "/", kManifest, ".tmp");
-  const std::string final_path = absl::StrCat(dir, "/", kManifest);
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  if (absl::Status s = Fsync(tmp); !s.ok()) return s;
-  if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("rename to ", final_path));
-  }
-  return Fsync(dir);
+  return WriteFileDurably(absl::StrCat(dir, "/", kManifest), text);
 }
 
 absl::StatusOr<coord::CheckpointManifest> ReadManifest(const std::string& dir,
@@ -141,20 +89,8 @@ absl::StatusOr<coord::CheckpointManifest> ReadManifest(const std::string& dir,
   }
   for (const coord::ManifestFile& f : manifest.files()) {
     if (!verify) break;
-    const std::string file = absl::StrCat(dir, "/", f.path());
-    std::error_code ec;
-    const uint64_t size = fs::file_size(file, ec);
-    if (ec || size != f.size()) {
-      return absl::DataLossError(absl::StrCat(
-          file, ": ", ec ? ec.message() : absl::StrCat(size, " bytes"),
-          ", manifest says ", f.size(), " bytes"));
-    }
-    absl::StatusOr<uint32_t> crc = Crc32OfFile(file);
-    if (!crc.ok()) return crc.status();
-    if (*crc != f.crc32()) {
-      return absl::DataLossError(
-          absl::StrCat(file, ": crc32 ", *crc, ", manifest says ", f.crc32()));
-    }
+    absl::Status s = VerifyFile(dir, {f.path(), f.size(), f.crc32()});
+    if (!s.ok()) return s;
   }
   return manifest;
 }

@@ -1,0 +1,53 @@
+// Directories that prove their own completeness: the size and CRC32 of every
+// file, checked again on read, and small files replaced atomically and
+// durably. Checkpoints (coordinator/checkpoint_store.h) and model versions
+// (trainer/model_version.h) list their files this way in a manifest that
+// they write last.
+//
+// Promises: WriteFileDurably leaves at `path` either the old contents or the
+// new ones, never a mix, and returns only once the new ones and the rename
+// survive a machine crash. Errors name the file. Free functions without
+// shared state.
+#ifndef SAMPAN_COMMON_FILE_DIGEST_H_
+#define SAMPAN_COMMON_FILE_DIGEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace sampan {
+
+// One file of a directory, as a manifest records it.
+struct FileDigest {
+  std::string path;  // relative to the directory
+  uint64_t size = 0;
+  uint32_t crc32 = 0;  // zlib's crc32 of the contents
+};
+
+// The zlib crc32 of the whole file: NotFound when it cannot be opened,
+// DataLoss when reading fails.
+absl::StatusOr<uint32_t> Crc32OfFile(const std::string& path);
+
+// Every regular file under `dir` (recursively) except those whose relative
+// path is in `skip`, sorted by relative path.
+absl::StatusOr<std::vector<FileDigest>> DigestFiles(
+    const std::string& dir, const std::vector<std::string>& skip);
+
+// OK when <dir>/<file.path> has file's size and crc32; DataLoss naming the
+// file (and what differs) when it is missing or differs.
+absl::Status VerifyFile(const std::string& dir, const FileDigest& file);
+
+// fsyncs a file, or a directory to make the renames in it durable.
+absl::Status FsyncPath(const std::string& path);
+
+// Writes `contents` to <path>.tmp, fsyncs it, renames it over `path` and
+// fsyncs the directory. Unavailable naming the file on an I/O error.
+absl::Status WriteFileDurably(const std::string& path,
+                              const std::string& contents);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_COMMON_FILE_DIGEST_H_

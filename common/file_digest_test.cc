@@ -1,0 +1,75 @@
+#include "common/file_digest.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+
+namespace sampan {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Dir(const char* name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(FileDigest, ListsSortedRelativePathsWithSizeAndCrc) {
+  const std::string dir = Dir("digest");
+  fs::create_directories(dir + "/sub");
+  std::ofstream(dir + "/b") << "hello";
+  std::ofstream(dir + "/sub/a") << "";
+  std::ofstream(dir + "/SKIP") << "x";
+  auto files = DigestFiles(dir, {"SKIP"});
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].path, "b");
+  EXPECT_EQ((*files)[0].size, 5u);
+  EXPECT_EQ((*files)[0].crc32, 0x3610a686u);  // zlib crc32("hello")
+  EXPECT_EQ((*files)[1].path, "sub/a");
+  EXPECT_EQ((*files)[1].crc32, 0u);
+  EXPECT_TRUE(VerifyFile(dir, (*files)[0]).ok());
+}
+
+TEST(FileDigest, VerifyNamesTheFileThatDiffers) {
+  const std::string dir = Dir("verify");
+  std::ofstream(dir + "/f") << "hello";
+  FileDigest f = (*DigestFiles(dir, {}))[0];
+  std::ofstream(dir + "/f") << "jello";
+  absl::Status s = VerifyFile(dir, f);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find(dir + "/f: crc32"), std::string::npos) << s;
+  std::ofstream(dir + "/f") << "hi";
+  s = VerifyFile(dir, f);
+  EXPECT_NE(s.message().find("2 bytes, manifest says 5"), std::string::npos)
+      << s;
+  fs::remove(dir + "/f");
+  EXPECT_TRUE(absl::IsDataLoss(VerifyFile(dir, f)));
+}
+
+TEST(FileDigest, WriteFileDurablyReplacesAndLeavesNoTemp) {
+  const std::string dir = Dir("durable");
+  ASSERT_TRUE(WriteFileDurably(dir + "/LATEST", "v-1\n").ok());
+  ASSERT_TRUE(WriteFileDurably(dir + "/LATEST", "v-2\n").ok());
+  EXPECT_EQ(Read(dir + "/LATEST"), "v-2\n");
+  EXPECT_FALSE(fs::exists(dir + "/LATEST.tmp"));
+  absl::Status s = WriteFileDurably(dir + "/missing/LATEST", "x");
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find(dir + "/missing/LATEST.tmp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sampan
