@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/file_digest.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/model/checked_file.h"
 
@@ -22,22 +23,6 @@ constexpr size_t kChunk = 1 << 16;
 
 std::string PartPath(const std::string& dir, int part) {
   return absl::StrFormat("%s/sparse-%05d.bin", dir, part);
-}
-
-// Writes `text` to `path` via a temporary file and a rename.
-absl::Status WriteTextFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp);
-  out << text;
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadTextFile(const std::string& path,
@@ -84,8 +69,10 @@ absl::StatusOr<ModelManifest> ParseManifest(const std::string& path,
   return m;
 }
 
-// Adds one part's rows to `out`.
-absl::Status ReadPart(const std::string& path, int row_dim, SparseRows* out) {
+// Adds one part's rows to `out`, whose row_dim is 0 until the first part
+// sets it; `dim_from` says where out->row_dim came from, for errors.
+absl::Status ReadPart(const std::string& path, const std::string& dim_from,
+                      SparseRows* out) {
   absl::StatusOr<std::string> body = ReadCheckedFile(path, kSparseFile);
   if (!body.ok()) return body.status();
   BodyReader r(*body);
@@ -96,10 +83,11 @@ absl::Status ReadPart(const std::string& path, int row_dim, SparseRows* out) {
   if (!r.Get(&dim) || !r.Get(&n)) {
     return absl::DataLossError(absl::StrCat(path, ": header cut short"));
   }
-  if (dim != uint32_t(row_dim)) {
+  if (out->row_dim == 0) out->row_dim = int(dim);
+  if (dim != uint32_t(out->row_dim)) {
     return absl::FailedPreconditionError(
-        absl::StrCat(path, " has rows of ", dim, " floats, the model (",
-                     "job.pbtxt) reads ", row_dim));
+        absl::StrCat(path, " has rows of ", dim, " floats, ", dim_from,
+                     " reads ", out->row_dim));
   }
   if (!r.GetArray(n, &keys) || !r.GetArray(n * dim, &rows) || !r.AtEnd()) {
     return absl::DataLossError(
@@ -155,9 +143,9 @@ absl::Status FinishModelDir(const std::string& dir, const JobConfig& config,
                             const ModelManifest& manifest) {
   std::string job;
   google::protobuf::TextFormat::PrintToString(config, &job);
-  absl::Status s = WriteTextFile(absl::StrCat(dir, "/job.pbtxt"), job);
+  absl::Status s = WriteFileDurably(absl::StrCat(dir, "/job.pbtxt"), job);
   if (!s.ok()) return s;
-  return WriteTextFile(
+  return WriteFileDurably(
       absl::StrCat(dir, "/MODEL"),
       absl::StrFormat("sampan_model=1\nsparse_parts=%d\nmin_feature_count=%d\n",
                       manifest.sparse_parts, manifest.min_feature_count));
@@ -188,10 +176,31 @@ absl::StatusOr<SparseRows> ReadSparseRows(const std::string& dir,
   SparseRows out;
   out.row_dim = row_dim;
   for (int part = 0; part < manifest.sparse_parts; ++part) {
-    absl::Status s = ReadPart(PartPath(dir, part), row_dim, &out);
+    absl::Status s = ReadPart(
+        PartPath(dir, part),
+        row_dim > 0 ? "the model (job.pbtxt)" : PartPath(dir, 0), &out);
     if (!s.ok()) return s;
   }
   return out;
+}
+
+absl::StatusOr<uint64_t> CountSparseRows(const std::string& dir,
+                                         const ModelManifest& manifest) {
+  uint64_t rows = 0;
+  for (int part = 0; part < manifest.sparse_parts; ++part) {
+    const std::string path = PartPath(dir, part);
+    absl::StatusOr<std::string> head =
+        ReadCheckedFileHead(path, kSparseFile, sizeof(uint32_t) + 8);
+    if (!head.ok()) return head.status();
+    BodyReader r(*head);
+    uint32_t dim = 0;
+    uint64_t n = 0;
+    if (!r.Get(&dim) || !r.Get(&n)) {
+      return absl::DataLossError(absl::StrCat(path, ": header cut short"));
+    }
+    rows += n;
+  }
+  return rows;
 }
 
 }  // namespace sampan

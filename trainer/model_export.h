@@ -72,10 +72,15 @@ struct SparseRows {
 // directory is not a (complete) exported model; DataLoss when malformed.
 absl::StatusOr<ModelManifest> ReadModelManifest(const std::string& dir,
                                                 JobConfig* config);
-// Reads every part; each must have `row_dim` floats per row.
+// Reads every part; each must have `row_dim` floats per row (0: as many as
+// the first part says).
 absl::StatusOr<SparseRows> ReadSparseRows(const std::string& dir,
                                           const ModelManifest& manifest,
                                           int row_dim);
+// The number of rows in the parts of `dir`, from their headers alone (parts
+// may share keys, so merged rows can be fewer).
+absl::StatusOr<uint64_t> CountSparseRows(const std::string& dir,
+                                         const ModelManifest& manifest);
 
 }  // namespace sampan
 

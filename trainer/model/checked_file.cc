@@ -27,6 +27,60 @@ uint32_t Crc32(const char* data, size_t n) {
   return uint32_t(crc);
 }
 
+// Reads the header and the whole body (head == npos: checking its CRC32) or
+// its first `head` bytes.
+absl::StatusOr<std::string> ReadChecked(const std::string& path,
+                                        const FileKind& kind, size_t head) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", kind.what, " ",
+                                            path, ": ", std::strerror(errno)));
+  }
+  std::string data;
+  if (head == std::string::npos) {
+    data.assign(std::istreambuf_iterator<char>(in),
+                std::istreambuf_iterator<char>());
+  } else {
+    data.resize(kHeaderBytes + head);
+    in.read(data.data(), data.size());
+    data.resize(size_t(in.gcount()));
+    in.clear();
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  if (data.size() < kHeaderBytes) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": truncated (", data.size(), " bytes, a ",
+                     kind.what, " has at least ", kHeaderBytes, ")"));
+  }
+  if (std::memcmp(data.data(), kind.magic, 8) != 0) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a ", kind.what, " (bad magic)"));
+  }
+  const std::string header = data.substr(8, kHeaderBytes - 8);
+  BodyReader r(header);
+  uint32_t version = 0, crc = 0;
+  uint64_t body = 0;
+  r.Get(&version);
+  r.Get(&body);
+  r.Get(&crc);
+  if (version != kind.version) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is ", kind.what, " format version ", version,
+                     ", this build reads version ", kind.version));
+  }
+  if (head != std::string::npos) return data.substr(kHeaderBytes);
+  if (data.size() - kHeaderBytes != body) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": truncated or padded (body of ", data.size() - kHeaderBytes,
+        " bytes, the header says ", body, ")"));
+  }
+  if (Crc32(data.data() + kHeaderBytes, body) != crc) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": corrupt (CRC32 of the body does not match)"));
+  }
+  return data.substr(kHeaderBytes);
+}
+
 }  // namespace
 
 bool BodyReader::GetString(std::string* s) {
@@ -72,45 +126,13 @@ absl::Status WriteCheckedFile(const std::string& path, const FileKind& kind,
 
 absl::StatusOr<std::string> ReadCheckedFile(const std::string& path,
                                             const FileKind& kind) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open ", kind.what, " ",
-                                            path, ": ", std::strerror(errno)));
-  }
-  std::string data((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
-  if (data.size() < kHeaderBytes) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": truncated (", data.size(), " bytes, a ",
-                     kind.what, " has at least ", kHeaderBytes, ")"));
-  }
-  if (std::memcmp(data.data(), kind.magic, 8) != 0) {
-    return absl::DataLossError(
-        absl::StrCat(path, " is not a ", kind.what, " (bad magic)"));
-  }
-  const std::string header = data.substr(8, kHeaderBytes - 8);
-  BodyReader r(header);
-  uint32_t version = 0, crc = 0;
-  uint64_t body = 0;
-  r.Get(&version);
-  r.Get(&body);
-  r.Get(&crc);
-  if (version != kind.version) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " is ", kind.what, " format version ", version,
-                     ", this build reads version ", kind.version));
-  }
-  if (data.size() - kHeaderBytes != body) {
-    return absl::DataLossError(absl::StrCat(
-        path, ": truncated or padded (body of ", data.size() - kHeaderBytes,
-        " bytes, the header says ", body, ")"));
-  }
-  if (Crc32(data.data() + kHeaderBytes, body) != crc) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": corrupt (CRC32 of the body does not match)"));
-  }
-  return data.substr(kHeaderBytes);
+  return ReadChecked(path, kind, std::string::npos);
+}
+
+absl::StatusOr<std::string> ReadCheckedFileHead(const std::string& path,
+                                                const FileKind& kind,
+                                                size_t n) {
+  return ReadChecked(path, kind, n);
 }
 
 }  // namespace sampan

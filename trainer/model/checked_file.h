@@ -38,6 +38,12 @@ absl::Status WriteCheckedFile(const std::string& path, const FileKind& kind,
 absl::StatusOr<std::string> ReadCheckedFile(const std::string& path,
                                             const FileKind& kind);
 
+// The first `n` bytes of the body (fewer when the body is shorter), with the
+// magic and version checked as ReadCheckedFile does but not the CRC32, which
+// covers the whole body: for reading the header of a large file.
+absl::StatusOr<std::string> ReadCheckedFileHead(const std::string& path,
+                                                const FileKind& kind, size_t n);
+
 // Appends plain values to a body.
 class BodyWriter {
  public:
