@@ -51,9 +51,15 @@ commands:
   train-local JOB.yaml    train the job's model (any type, incl. DNN,
                           WIDE_DEEP, DEEPFM, DCN_V2) in this process with an
                           in-memory table; prints test AUC, logloss, COPC
-  eval MODEL DATA          score an exported model (<output_dir>/model of a
-                          finished run or train-local) on a data file of
-                          its format; prints AUC, logloss, COPC and rows
+  eval MODEL DATA         score a model on a data file of its format;
+                          prints AUC, logloss, COPC and rows. MODEL: an
+                          exported model (<output_dir>/model of a finished
+                          run or train-local), a model version
+                          (<output_dir>/versions/v-N: its base and deltas)
+                          or a versions root (the version LATEST names)
+  model-rows MODEL        print MODEL's sparse rows sorted by key (key, tab,
+                          the floats' bits in hex; rows of zeros left out)
+                          and a hash of its dense weights
   gen-data --out=DIR [--rows=N] [--seed=S] [--test_fraction=F]
            [--vocab_scale=K]
                           write Criteo-shaped synthetic data from a planted
@@ -393,12 +399,27 @@ int TrainLocalMain(int argc, char** argv) {
 int EvalMain(int argc, char** argv) {
   if (argc != 4) {
     return ConfigError(
-        absl::InvalidArgumentError("usage: sampan eval MODEL_DIR DATA_FILE"));
+        absl::InvalidArgumentError("usage: sampan eval MODEL DATA_FILE"));
   }
-  absl::StatusOr<EvalMetrics> m = EvaluateExportedModel(argv[2], argv[3]);
+  std::string version;
+  absl::StatusOr<EvalMetrics> m = EvaluateModel(argv[2], argv[3], &version);
   if (!m.ok()) return Fail(m.status());
+  // An exported model prints the metrics alone, as scripts expect.
+  if (!version.empty()) std::cout << "version " << version << "\n";
   std::cout << absl::StrFormat("AUC %.6f  logloss %.6f  COPC %.4f  rows %d\n",
                                m->auc, m->logloss, m->copc, m->rows);
+  return 0;
+}
+
+int ModelRowsMain(int argc, char** argv) {
+  if (argc != 3) {
+    return ConfigError(
+        absl::InvalidArgumentError("usage: sampan model-rows MODEL"));
+  }
+  std::string version;
+  absl::Status s = WriteModelRows(argv[2], &std::cout, &version);
+  if (!s.ok()) return Fail(s);
+  std::cerr << "model-rows: " << (version.empty() ? argv[2] : version) << "\n";
   return 0;
 }
 
@@ -477,6 +498,7 @@ int main(int argc, char** argv) {
   if (command == "validate") return ValidateMain(argc, argv);
   if (command == "train-local") return TrainLocalMain(argc, argv);
   if (command == "eval") return EvalMain(argc, argv);
+  if (command == "model-rows") return ModelRowsMain(argc, argv);
   if (command == "gen-data") return GenDataMain(argc, argv);
   if (command == "render") return RenderMain(argc, argv);
   if (command == "submit") return SubmitMain(argc, argv);
