@@ -79,9 +79,9 @@ Taken TakeSnapshots(SparseTable& live, const std::string& dir) {
   PushSome(live, rng, 300, 20, &t.seq);
   EXPECT_TRUE(live.Snapshot(t.full).ok());
   PushSome(live, rng, 400, 10, &t.seq);
-  absl::StatusOr<uint64_t> shrunk = live.Shrink();
+  absl::StatusOr<ShrinkResult> shrunk = live.Shrink();
   EXPECT_TRUE(shrunk.ok());
-  EXPECT_GT(*shrunk, 0u);
+  EXPECT_GT(shrunk->deleted_rows, 0u);
   PushSome(live, rng, 300, 3, &t.seq);  // re-creates some deleted keys
   EXPECT_TRUE(live.DeltaSnapshot(t.delta1).ok());
   PushSome(live, rng, kKeys, 2, &t.seq);

@@ -228,9 +228,10 @@ TEST(MemoryTableTest, ShrinkDeletesByScore) {
   for (int i = 0; i < 5; ++i) shows[i] = 2;  // score 0.18 after decay
   ASSERT_TRUE(
       PushRows(*table, keys, grads.data(), shows.data(), clicks.data()).ok());
-  auto deleted = table->Shrink();
-  ASSERT_TRUE(deleted.ok());
-  EXPECT_EQ(*deleted, 15u);
+  auto shrunk = table->Shrink();
+  ASSERT_TRUE(shrunk.ok());
+  EXPECT_EQ(shrunk->deleted_rows, 15u);
+  EXPECT_EQ(shrunk->rows, 5u);
   EXPECT_EQ(table->Stats().rows, 5u);
   // Freed slots are reused by new rows.
   const uint64_t fresh[] = {100};
@@ -322,8 +323,8 @@ TEST(PullPositionsTest, PositionsFromBeforeAShrinkAreNotTrusted) {
   ASSERT_TRUE(with->Pull(keys, true, rows.data(), &before).ok());
   ASSERT_TRUE(without->Pull(keys, true, rows.data()).ok());
   // Rows never pushed score 0 < 0.15: Shrink deletes them all.
-  ASSERT_EQ(*with->Shrink(), keys.size());
-  ASSERT_EQ(*without->Shrink(), keys.size());
+  ASSERT_EQ(with->Shrink()->deleted_rows, keys.size());
+  ASSERT_EQ(without->Shrink()->deleted_rows, keys.size());
   // Other keys take some of the freed slots; the rest are dead but still
   // name their old keys, so only the shard's epoch tells them apart.
   PullPushBoth(*with, *without, Keys(100000, 10), 0.5f);
@@ -344,7 +345,8 @@ TEST(PullPositionsTest, PositionsOfAnotherTableAreIgnored) {
   std::vector<float> rows(keys.size() * with->pull_dim());
   for (SparseTable* t : {with.get(), without.get()}) {
     ASSERT_TRUE(t->Pull(keys, true, rows.data()).ok());
-    ASSERT_EQ(*t->Shrink(), keys.size());  // dead slots that keep their keys
+    // Leaves dead slots that keep their keys.
+    ASSERT_EQ(t->Shrink()->deleted_rows, keys.size());
   }
   // `other` gives the keys the same slots and its shards the same epochs
   // (one removal per key in each shard): pushed keys survive its Shrink,
@@ -360,7 +362,7 @@ TEST(PullPositionsTest, PositionsOfAnotherTableAreIgnored) {
   std::vector<float> ones(rows.size(), 1.0f);
   ASSERT_TRUE(
       PushRows(*other, keys, ones.data(), ones.data(), ones.data()).ok());
-  ASSERT_EQ(*other->Shrink(), extra.size());
+  ASSERT_EQ(other->Shrink()->deleted_rows, extra.size());
   PullPositions foreign;
   ASSERT_TRUE(other->Pull(keys, true, rows.data(), &foreign).ok());
   PushBoth(*with, *without, keys, 0.5f, &foreign);

@@ -249,9 +249,10 @@ TEST_P(RocksDbTableTest, ShrinkDeletesDurably) {
     auto t = Open(o);
     ASSERT_TRUE(PushOnes(*t, Range(0, 100)).ok());
     ASSERT_TRUE(PushOnes(*t, Range(0, 10)).ok());  // keys 0..9: show 2
-    auto deleted = t->Shrink();
-    ASSERT_TRUE(deleted.ok());
-    EXPECT_EQ(*deleted, 90u);
+    auto shrunk = t->Shrink();
+    ASSERT_TRUE(shrunk.ok());
+    EXPECT_EQ(shrunk->deleted_rows, 90u);
+    EXPECT_EQ(shrunk->rows, 10u);
     EXPECT_EQ(t->Stats().shrunk_rows, 90u);
   }
   auto t = Open(o);
@@ -296,9 +297,10 @@ TEST_P(RocksDbTableTest, FullPlusDeltasRestoreEqualsLiveTable) {
     ASSERT_TRUE(PushOnes(*t, Range(0, 200), 5, 1).ok());
     ASSERT_TRUE(t->Snapshot(full).ok());
     ASSERT_TRUE(PushOnes(*t, Range(100, 200), 5, 2).ok());  // 100..199 x2
-    auto deleted = t->Shrink();  // keys 0..99 and 200..299: show 1 -> gone
-    ASSERT_TRUE(deleted.ok());
-    EXPECT_EQ(*deleted, 200u);
+    auto shrunk = t->Shrink();  // keys 0..99 and 200..299: show 1 -> gone
+    ASSERT_TRUE(shrunk.ok());
+    EXPECT_EQ(shrunk->deleted_rows, 200u);
+    EXPECT_EQ(shrunk->rows, 100u);
     ASSERT_TRUE(t->DeltaSnapshot(d1).ok());
     ASSERT_TRUE(PushOnes(*t, Range(250, 150), 5, 3).ok());
     ASSERT_TRUE(t->DeltaSnapshot(d2).ok());

@@ -186,7 +186,7 @@ class ShardedTable final : public SparseTable {
   bool PullIfInMemory(absl::Span<const uint64_t> keys, bool is_training,
                       float* out) override;
   absl::StatusOr<PushResult> Push(const PushBatch& batch) override;
-  absl::StatusOr<uint64_t> Shrink() override;
+  absl::StatusOr<ShrinkResult> Shrink() override;
   absl::Status Flush() override;
   absl::Status Snapshot(const std::string& dir) override;
   absl::Status DeltaSnapshot(const std::string& path) override;

@@ -198,6 +198,13 @@ struct PushResult {
   uint64_t rejected_keys = 0;
 };
 
+struct ShrinkResult {
+  uint64_t deleted_rows = 0;
+  // Rows the table holds after the shrink (exact, unlike TableStats::rows
+  // of a RocksDB table).
+  uint64_t rows = 0;
+};
+
 struct TableStats {
   // Rows in memory (memory backend) or an estimate of rows in RocksDB.
   uint64_t rows = 0;
@@ -260,8 +267,12 @@ class SparseTable {
   virtual absl::StatusOr<PushResult> Push(const PushBatch& batch) = 0;
 
   // Decays statistics, ages every row by one day and deletes rows whose
-  // score or age crosses the thresholds. Returns the rows deleted.
-  virtual absl::StatusOr<uint64_t> Shrink() = 0;
+  // score or age crosses the thresholds (TableOptions: show_decay_rate,
+  // delete_threshold, delete_after_unseen_days). Holds every shard's lock
+  // throughout, so pulls and pushes wait for it. Returns the rows deleted
+  // and the rows left. On a storage error (RocksDB) some rows may already
+  // be shrunk: a second call would age those twice.
+  virtual absl::StatusOr<ShrinkResult> Shrink() = 0;
 
   // Makes everything acknowledged durable on disk even under kWal (fsyncs
   // the log; with the redo log also writes dirty rows to RocksDB). No-op

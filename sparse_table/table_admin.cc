@@ -9,14 +9,14 @@
 
 namespace sampan {
 
-absl::StatusOr<uint64_t> ShardedTable::Shrink() {
+absl::StatusOr<ShrinkResult> ShardedTable::Shrink() {
   // Redo log: every row in RocksDB first, since the rewrite reads it there.
   absl::Status st = PersistAndLockAll();
   if (!st.ok()) {
     ReleaseAll();
     return st;
   }
-  uint64_t deleted = 0;
+  uint64_t deleted = 0, rows = 0;
   if (store_ == nullptr) {
     for (Shard& sh : shards_) {
       std::vector<uint64_t> doomed;
@@ -29,17 +29,22 @@ absl::StatusOr<uint64_t> ShardedTable::Shrink() {
       }
       for (uint64_t key : doomed) Remove(sh, key);
       deleted += doomed.size();
+      rows += sh.index.size();
     }
   } else {
     std::vector<float> row(stride_);
     st = store_->RewriteRows([&](uint64_t key, const float* stored, uint32_t n,
                                  rocksdb::WriteBatch* wb) {
-      if (!acc_.Load(stored, n, row.data())) return;  // leave it for repair
+      if (!acc_.Load(stored, n, row.data())) {
+        ++rows;  // left for repair
+        return;
+      }
       if (acc_.Shrink(row.data())) {
         store_->DeleteRow(wb, key);
         ++deleted;
       } else {
         store_->PutRow(wb, key, row.data(), acc_.stored_floats(row.data()));
+        ++rows;
       }
     });
     ClearHot();  // a cache: drop it rather than shrink it twice
@@ -47,7 +52,7 @@ absl::StatusOr<uint64_t> ShardedTable::Shrink() {
   ReleaseAll();
   shrunk_.fetch_add(deleted, std::memory_order_relaxed);
   if (!st.ok()) return st;
-  return deleted;
+  return ShrinkResult{deleted, rows};
 }
 
 absl::Status ShardedTable::Snapshot(const std::string& dir) {
