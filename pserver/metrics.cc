@@ -74,6 +74,21 @@ PserverMetrics* Build() {
            .Help("Bytes of the table's redo log segment files.")
            .Register(r)
            .Add({});
+  m->table_shrinks =
+      &prometheus::BuildCounter()
+           .Name("sampan_table_shrinks_total")
+           .Help(
+               "Table shrinks completed (show/click decay, a day of age, "
+               "row deletion).")
+           .Register(r)
+           .Add({});
+  m->table_rows_evicted = &prometheus::BuildCounter()
+                               .Name("sampan_table_rows_evicted_total")
+                               .Help(
+                                   "Rows deleted by table shrinks (score below "
+                                   "delete_threshold or unseen too long).")
+                               .Register(r)
+                               .Add({});
   m->duplicate_keys =
       &prometheus::BuildCounter()
            .Name("sampan_pserver_duplicate_push_keys_total")

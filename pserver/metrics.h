@@ -34,6 +34,9 @@ struct PserverMetrics {
   // Redo log: hot rows not yet written to RocksDB, and bytes of log files.
   prometheus::Gauge* table_dirty_rows;
   prometheus::Gauge* table_redo_log_bytes;
+  // Shrink RPCs completed, and the rows they deleted.
+  prometheus::Counter* table_shrinks;
+  prometheus::Counter* table_rows_evicted;
   prometheus::Counter* duplicate_keys;
   prometheus::Counter* rejected_gradients;
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -43,6 +44,14 @@ class PserverImpl final : public Pserver,
   grpc::Service* service() override { return this; }
 
   void RefreshGauges() override {
+    metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
+    absl::MutexLock lock(&gauges_mu_);
+    // A shrink holds every shard lock of its table, for minutes when the
+    // table is a large RocksDB one, and Stats waits for those locks; so
+    // would the caller (sampan pserver's tick, which also heartbeats to the
+    // coordinator). The table gauges keep their values until the shrink
+    // refreshes them itself.
+    if (shrinks_running_ > 0) return;
     TableStats sum;
     for (const auto& table : tables_) {
       const TableStats stats = table->Stats();
@@ -53,7 +62,6 @@ class PserverImpl final : public Pserver,
     metrics_->table_rows->Set(sum.rows);
     metrics_->table_dirty_rows->Set(sum.dirty_rows);
     metrics_->table_redo_log_bytes->Set(sum.redo_log_bytes);
-    metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
   }
 
   void Stop() override {
@@ -105,15 +113,24 @@ class PserverImpl final : public Pserver,
   ServerUnaryReactor* Checkpoint(CallbackServerContext* context,
                                  const ps::CheckpointRequest* req,
                                  ps::CheckpointResponse* resp) override {
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    const bool queued = push_pool_.Submit([this, reactor, req, resp] {
-      reactor->Finish(DoCheckpoint(*req, resp));
-    });
-    if (!queued) {
-      reactor->Finish(Status(StatusCode::RESOURCE_EXHAUSTED,
-                             "Checkpoint: request queue full, retry later"));
+    return OnPushPool(context, "Checkpoint",
+                      [this, req, resp] { return DoCheckpoint(*req, resp); });
+  }
+
+  // Runs where pushes run (the push pool, or here with run_inline): the
+  // table locks every shard for the whole shrink, so the pushes wait for it
+  // either way.
+  ServerUnaryReactor* Shrink(CallbackServerContext* context,
+                             const ps::ShrinkRequest* req,
+                             ps::ShrinkResponse* resp) override {
+    if (Status s = CheckTableId("Shrink", req->table_id()); !s.ok()) {
+      ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(s);
+      return reactor;
     }
-    return reactor;
+    return OnPushPool(
+        context, "Shrink", [this, req, resp] { return DoShrink(*req, resp); },
+        /*here=*/options_.run_inline);
   }
 
   ServerUnaryReactor* Stats(CallbackServerContext* context,
@@ -152,6 +169,26 @@ class PserverImpl final : public Pserver,
                         "pserver overloaded: request queue full, retry later");
       metrics_->Record(method, busy, absl::Now() - start);
       reactor->Finish(busy);
+    }
+    return reactor;
+  }
+
+  // Runs `work` on the push pool (or on this thread when `here`) and
+  // finishes the call with its status; refuses with RESOURCE_EXHAUSTED,
+  // naming `rpc`, when the pool's queue is full. For the table-wide RPCs,
+  // which Dispatch's per-method metrics do not count.
+  template <typename Work>
+  ServerUnaryReactor* OnPushPool(CallbackServerContext* context,
+                                 const char* rpc, Work work,
+                                 bool here = false) {
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    auto run = [reactor, work] { reactor->Finish(work()); };
+    if (here) {
+      run();
+    } else if (!push_pool_.Submit(std::move(run))) {
+      reactor->Finish(
+          Status(StatusCode::RESOURCE_EXHAUSTED,
+                 absl::StrCat(rpc, ": request queue full, retry later")));
     }
     return reactor;
   }
@@ -206,11 +243,7 @@ class PserverImpl final : public Pserver,
       return s;
     }
     if (Status s = CheckPushShapes(req); !s.ok()) return s;
-    if (absl::Status s = disk_.Check(); !s.ok()) {
-      return Status(
-          StatusCode::FAILED_PRECONDITION,
-          absl::StrCat("Push: pserver ", options_.index, ": ", s.message()));
-    }
+    if (Status s = CheckDisk("Push"); !s.ok()) return s;
     // Bytes fields carry no alignment guarantee, though the heap buffer
     // behind one nearly always is aligned: copy only when it is not.
     const float* grads = reinterpret_cast<const float*>(req.grads().data());
@@ -265,6 +298,44 @@ class PserverImpl final : public Pserver,
     return Status::OK;
   }
 
+  // req.table_id() has been checked. A shrink writes every row of a RocksDB
+  // table (rewritten or deleted), so it is refused as a push is when the disk
+  // is nearly full. A failure is INTERNAL, not UNAVAILABLE: rows may be shrunk
+  // already, and a client would retry UNAVAILABLE and age them twice.
+  Status DoShrink(const ps::ShrinkRequest& req, ps::ShrinkResponse* resp) {
+    if (Status s = CheckDisk("Shrink"); !s.ok()) return s;
+    const uint32_t id = req.table_id();
+    const absl::Time start = absl::Now();
+    {
+      absl::MutexLock lock(&gauges_mu_);
+      ++shrinks_running_;
+    }
+    const absl::StatusOr<ShrinkResult> shrunk = Table(id).Shrink();
+    {
+      absl::MutexLock lock(&gauges_mu_);
+      --shrinks_running_;
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (!shrunk.ok()) {
+      SAMPAN_LOG(ERROR) << "shrink of table " << id << " failed after "
+                        << seconds << " s: " << shrunk.status().message();
+      return Status(
+          StatusCode::INTERNAL,
+          absl::StrCat("Shrink: table ", id, ": ", shrunk.status().message(),
+                       " (rows may be partly shrunk)"));
+    }
+    metrics_->table_shrinks->Increment();
+    metrics_->table_rows_evicted->Increment(shrunk->deleted_rows);
+    RefreshGauges();
+    resp->set_deleted_rows(shrunk->deleted_rows);
+    resp->set_rows(shrunk->rows);
+    resp->set_seconds(seconds);
+    SAMPAN_LOG(INFO) << "shrink of table " << id << ": deleted "
+                     << shrunk->deleted_rows << " rows, " << shrunk->rows
+                     << " left (" << seconds << " s)";
+    return Status::OK;
+  }
+
   Status DoStats(const ps::StatsRequest& req, ps::StatsResponse* resp) {
     if (Status s = CheckTableId("Stats", req.table_id()); !s.ok()) return s;
     const TableStats stats = Table(req.table_id()).Stats();
@@ -289,6 +360,16 @@ class PserverImpl final : public Pserver,
           tables_.size() == 1 ? "table 0 only"
                               : absl::StrCat("tables 0-", tables_.size() - 1),
           ")"));
+    }
+    return Status::OK;
+  }
+
+  // FAILED_PRECONDITION naming `rpc` while the disk guard refuses writes.
+  Status CheckDisk(const char* rpc) {
+    if (absl::Status s = disk_.Check(); !s.ok()) {
+      return Status(
+          StatusCode::FAILED_PRECONDITION,
+          absl::StrCat(rpc, ": pserver ", options_.index, ": ", s.message()));
     }
     return Status::OK;
   }
@@ -337,6 +418,11 @@ class PserverImpl final : public Pserver,
   WorkerPool pull_pool_, push_pool_;
   DiskGuard disk_;
   PserverMetrics* metrics_;
+  // Shrinks in progress; RefreshGauges leaves the table gauges alone while
+  // any is, and holds the mutex while it reads them, so that no shrink
+  // starts under it.
+  absl::Mutex gauges_mu_;
+  int shrinks_running_ ABSL_GUARDED_BY(gauges_mu_) = 0;
 };
 
 }  // namespace

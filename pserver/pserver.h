@@ -26,6 +26,12 @@
 // table promises (sparse_table.h). A push is acknowledged only after the
 // table applied it, so with a durable table an acknowledged push survives a
 // crash.
+//
+// Shrink (the table lifecycle: decay, age, delete; proto/ps.proto) runs
+// where pushes run and locks its whole table until done: the table's pulls
+// and pushes wait, so callers shrink while trainers pause. It counts
+// sampan_table_shrinks_total and sampan_table_rows_evicted_total, logs one
+// line and refreshes the gauges when it ends.
 #ifndef SAMPAN_PSERVER_PSERVER_H_
 #define SAMPAN_PSERVER_PSERVER_H_
 
@@ -50,14 +56,15 @@ struct PserverOptions {
   int num_workers = 2;
   // Requests waiting for a worker before new ones are refused.
   size_t max_queued_requests = 4096;
-  // Runs pulls and pushes on gRPC's callback thread instead of the pools:
+  // Runs pulls, pushes and shrinks on gRPC's callback thread, not the pools:
   // saves two thread switches per request (profiled at 13% of a pserver's
   // CPU), but a handler that blocks stalls gRPC's pollers, so only for
   // tables that never wait on I/O (the memory backend). The pools and their
-  // queue limit are then unused; gRPC's flow control bounds in-flight work.
+  // queue limit then serve checkpoints only; gRPC's flow control bounds
+  // in-flight work.
   bool run_inline = false;
-  // Pushes and checkpoints are refused (FAILED_PRECONDITION) while less
-  // than this many bytes are free under data_dir (pserver/disk_guard.h);
+  // Pushes, shrinks and checkpoints are refused (FAILED_PRECONDITION) while
+  // less than this many bytes are free under data_dir (pserver/disk_guard.h);
   // 0 = never. For RocksDB tables.
   std::string data_dir;
   uint64_t min_free_disk_bytes = 0;
@@ -80,7 +87,8 @@ class Pserver {
   virtual grpc::Service* service() = 0;
 
   // Refreshes gauges that are read rather than counted (table rows); call
-  // periodically.
+  // periodically. Does not wait for a shrink in progress: the table gauges
+  // then keep their values until it ends.
   virtual void RefreshGauges() = 0;
 
   // Call after the gRPC server has shut down: runs the requests already

@@ -1,19 +1,30 @@
-// One pserver serving two RocksDB tables (the sparse rows and an ASYNC job's
-// dense weights) on a real loopback port, driven by a raw stub: requests go
-// to the table they name, the tables' row widths are checked separately, an
-// unknown table is refused by name, and a checkpoint holds both tables.
+// Pservers on real loopback ports, driven by a raw stub. One serving two
+// RocksDB tables (the sparse rows and an ASYNC job's dense weights):
+// requests go to the table they name, the tables' row widths are checked
+// separately, an unknown table is refused by name, and a checkpoint holds
+// both tables. Shrink on a memory and on a RocksDB table: the rows it
+// deletes and keeps, its metrics (promtool-clean), its refusals, and gauges
+// that do not wait for it.
 #include "pserver/pserver.h"
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/metrics.h"
 #include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
+#include "pserver/metrics.h"
 
 namespace sampan {
 namespace {
@@ -32,53 +43,47 @@ TableOptions Options(const std::string& dir, uint32_t dim) {
   return t;
 }
 
-class TwoTablePserverTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = absl::StrCat(testing::TempDir(), "/two_tables_",
-                         testing::UnitTest::GetInstance()->random_seed());
-    std::filesystem::remove_all(root_);
-    data_ = root_ + "/pserver-0";
-    std::vector<std::unique_ptr<SparseTable>> tables;
-    for (const TableOptions& t :
-         {Options(data_, 0), Options(data_ + "/table-1", 3)}) {
-      auto table = NewTable(t);
-      ASSERT_TRUE(table.ok()) << table.status();
-      tables.push_back(std::move(*table));
-    }
-    PserverOptions o;
-    o.num_shards = kShards;
-    pserver_ = Pserver::Create(o, std::move(tables));
+// A Pserver serving its tables on a loopback port, and a raw stub to it.
+class ServedPserver {
+ public:
+  ServedPserver(const PserverOptions& options,
+                std::vector<std::unique_ptr<SparseTable>> tables)
+      : pserver_(Pserver::Create(options, std::move(tables))) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port);
     builder.RegisterService(pserver_->service());
     server_ = builder.BuildAndStart();
-    ASSERT_NE(port, 0);
+    EXPECT_NE(port, 0);
     stub_ = ps::SparseTable::NewStub(grpc::CreateChannel(
         absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
-
-  void TearDown() override { Shutdown(); }
+  ~ServedPserver() { Shutdown(); }
 
   void Shutdown() {
     if (server_ == nullptr) return;
     server_->Shutdown();
     pserver_->Stop();
     server_.reset();
-    pserver_.reset();
   }
 
-  grpc::Status Push(uint32_t table, uint64_t key,
-                    const std::vector<float>& grad, uint64_t sequence) {
+  Pserver& pserver() { return *pserver_; }
+  ps::SparseTable::Stub& stub() { return *stub_; }
+
+  // Pushes `grads` (the table's row width per key) with one show each.
+  grpc::Status Push(uint32_t table, const std::vector<uint64_t>& keys,
+                    const std::vector<float>& grads, uint64_t sequence,
+                    float show = 1) {
     ps::PushRequest req;
     req.set_table_id(table);
-    req.add_keys(key);
-    req.set_grads(std::string(reinterpret_cast<const char*>(grad.data()),
-                              grad.size() * sizeof(float)));
-    req.add_shows(1);
-    req.add_clicks(0);
+    for (uint64_t key : keys) {
+      req.add_keys(key);
+      req.add_shows(show);
+      req.add_clicks(0);
+    }
+    req.set_grads(std::string(reinterpret_cast<const char*>(grads.data()),
+                              grads.size() * sizeof(float)));
     req.set_writer_id(7);
     req.set_sequence(sequence);
     ps::PushResponse resp;
@@ -88,6 +93,7 @@ class TwoTablePserverTest : public ::testing::Test {
     return stub_->Push(&ctx, req, &resp);
   }
 
+  // Reads without creating rows.
   std::vector<float> Pull(uint32_t table, uint64_t key) {
     ps::PullRequest req;
     req.set_table_id(table);
@@ -103,10 +109,58 @@ class TwoTablePserverTest : public ::testing::Test {
     return out;
   }
 
-  std::string root_, data_;
+  grpc::Status Shrink(uint32_t table, ps::ShrinkResponse* resp) {
+    ps::ShrinkRequest req;
+    req.set_table_id(table);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(30));
+    return stub_->Shrink(&ctx, req, resp);
+  }
+
+ private:
   std::unique_ptr<Pserver> pserver_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<ps::SparseTable::Stub> stub_;
+};
+
+// A fresh directory under the test's temporary one.
+std::string FreshDir(const std::string& name) {
+  const std::string dir =
+      absl::StrCat(testing::TempDir(), "/", name, "_",
+                   testing::UnitTest::GetInstance()->random_seed());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+class TwoTablePserverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = FreshDir("two_tables");
+    data_ = root_ + "/pserver-0";
+    std::vector<std::unique_ptr<SparseTable>> tables;
+    for (const TableOptions& t :
+         {Options(data_, 0), Options(data_ + "/table-1", 3)}) {
+      auto table = NewTable(t);
+      ASSERT_TRUE(table.ok()) << table.status();
+      tables.push_back(std::move(*table));
+    }
+    PserverOptions o;
+    o.num_shards = kShards;
+    served_ = std::make_unique<ServedPserver>(o, std::move(tables));
+  }
+
+  grpc::Status Push(uint32_t table, uint64_t key,
+                    const std::vector<float>& grad, uint64_t sequence) {
+    return served_->Push(table, {key}, grad, sequence);
+  }
+
+  std::vector<float> Pull(uint32_t table, uint64_t key) {
+    return served_->Pull(table, key);
+  }
+
+  std::string root_, data_;
+  std::unique_ptr<ServedPserver> served_;
 };
 
 TEST_F(TwoTablePserverTest, RequestsReachTheTableTheyName) {
@@ -136,7 +190,7 @@ TEST_F(TwoTablePserverTest, RequestsReachTheTableTheyName) {
   stats_req.set_table_id(1);
   ps::StatsResponse stats;
   grpc::ClientContext ctx;
-  ASSERT_TRUE(stub_->Stats(&ctx, stats_req, &stats).ok());
+  ASSERT_TRUE(served_->stub().Stats(&ctx, stats_req, &stats).ok());
   EXPECT_EQ(stats.num_shards(), kShards);
 }
 
@@ -152,11 +206,11 @@ TEST_F(TwoTablePserverTest, CheckpointHoldsBothTables) {
   req.set_dir(ckpt);
   ps::CheckpointResponse resp;
   grpc::ClientContext ctx;
-  const grpc::Status s = stub_->Checkpoint(&ctx, req, &resp);
+  const grpc::Status s = served_->stub().Checkpoint(&ctx, req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   // Changes after the checkpoint are not in it.
   ASSERT_TRUE(Push(1, key, {1, 1, 1, 1}, 2).ok());
-  Shutdown();
+  served_.reset();
 
   auto sparse = NewTable(Options(ckpt, 0));
   auto dense = NewTable(Options(ckpt + "/table-1", 3));
@@ -168,6 +222,221 @@ TEST_F(TwoTablePserverTest, CheckpointHoldsBothTables) {
   ASSERT_TRUE((*dense)->Pull(keys, false, row.data()).ok());
   EXPECT_EQ(w, (std::vector<float>{-2}));
   EXPECT_EQ(row, (std::vector<float>{-1, 0, 0, -3}));
+}
+
+// Shrink over gRPC on a memory table (served inline, as sampan pserver
+// serves one) and on a RocksDB table (on the push pool).
+class ShrinkTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    TableOptions t = Options(FreshDir("shrink"), 1);
+    t.backend = GetParam();
+    // Score = show * nonclk_coeff (0.1) without clicks: after a decay by
+    // 0.9, one show scores 0.09 (deleted) and two 0.18 (kept).
+    t.show_decay_rate = 0.9f;
+    t.delete_threshold = 0.15f;
+    auto table = NewTable(t);
+    ASSERT_TRUE(table.ok()) << table.status();
+    std::vector<std::unique_ptr<SparseTable>> tables;
+    tables.push_back(std::move(*table));
+    PserverOptions o;
+    o.num_shards = kShards;
+    o.run_inline = GetParam() == Backend::kMemory;
+    served_ = std::make_unique<ServedPserver>(o, std::move(tables));
+  }
+
+  std::unique_ptr<ServedPserver> served_;
+};
+
+// `promtool check metrics` on the process's exposition; empty when clean.
+std::string PromtoolComplaints() {
+  const std::string dir = FreshDir("promtool");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/metrics.txt")
+      << prometheus::TextSerializer().Serialize(MetricsRegistry().Collect());
+  const std::string cmd =
+      absl::StrCat("promtool check metrics < ", dir, "/metrics.txt 2>&1");
+  FILE* out = popen(cmd.c_str(), "r");
+  if (out == nullptr) return "cannot run promtool";
+  std::string text;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, out)) text.append(buf, n);
+  const int rc = pclose(out);
+  return rc == 0 ? "" : absl::StrCat("promtool (status ", rc, "): ", text);
+}
+
+TEST_P(ShrinkTest, DeletesRarelyShownRowsKeepsTheRestAndCountsThem) {
+  std::vector<uint64_t> rare, kept;
+  for (uint64_t k = 1; k <= 10; ++k) rare.push_back(k);
+  for (uint64_t k = 11; k <= 15; ++k) kept.push_back(k);
+  // SGD, lr 1: a row is [w, v] = -grad.
+  std::vector<float> rare_grads, kept_grads;
+  for (size_t i = 0; i < rare.size(); ++i)
+    rare_grads.insert(rare_grads.end(), {-1, -0.5f});
+  for (size_t i = 0; i < kept.size(); ++i)
+    kept_grads.insert(kept_grads.end(), {-2, 0.25f});
+  ASSERT_TRUE(served_->Push(0, rare, rare_grads, 1, /*show=*/1).ok());
+  ASSERT_TRUE(served_->Push(0, kept, kept_grads, 2, /*show=*/2).ok());
+  ASSERT_EQ(served_->Pull(0, rare[0]), (std::vector<float>{1, 0.5f}));
+
+  PserverMetrics* m = PserverMetrics::Get();
+  const double shrinks = m->table_shrinks->Value();
+  const double evicted = m->table_rows_evicted->Value();
+  m->table_rows->Set(-1);  // the shrink refreshes it
+  ps::ShrinkResponse resp;
+  const grpc::Status s = served_->Shrink(0, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.deleted_rows(), rare.size());
+  EXPECT_EQ(resp.rows(), kept.size());
+  EXPECT_GE(resp.seconds(), 0);
+  for (uint64_t k : rare) {
+    EXPECT_EQ(served_->Pull(0, k), (std::vector<float>{0, 0})) << k;
+  }
+  for (uint64_t k : kept) {
+    EXPECT_EQ(served_->Pull(0, k), (std::vector<float>{2, -0.25f})) << k;
+  }
+  EXPECT_EQ(m->table_shrinks->Value(), shrinks + 1);
+  EXPECT_EQ(m->table_rows_evicted->Value(), evicted + rare.size());
+  // Exact for a memory table; RocksDB's estimate (TableStats::rows) counts
+  // the shrink's tombstones and rewritten rows until compaction.
+  EXPECT_NE(m->table_rows->Value(), -1);
+  served_->pserver().RefreshGauges();
+  if (GetParam() == Backend::kMemory) {
+    EXPECT_EQ(m->table_rows->Value(), kept.size());
+  }
+  EXPECT_EQ(PromtoolComplaints(), "");
+
+  // Decay compounds: two shows score 0.162 after two shrinks (kept), 0.146
+  // after three (deleted).
+  ASSERT_TRUE(served_->Shrink(0, &resp).ok());
+  EXPECT_EQ(resp.deleted_rows(), 0u);
+  EXPECT_EQ(resp.rows(), kept.size());
+  ASSERT_TRUE(served_->Shrink(0, &resp).ok());
+  EXPECT_EQ(resp.deleted_rows(), kept.size());
+  EXPECT_EQ(resp.rows(), 0u);
+  EXPECT_EQ(served_->Pull(0, kept[0]), (std::vector<float>{0, 0}));
+  EXPECT_EQ(m->table_shrinks->Value(), shrinks + 3);
+  EXPECT_EQ(m->table_rows_evicted->Value(),
+            evicted + rare.size() + kept.size());
+}
+
+TEST_P(ShrinkTest, UnknownTableIsRefusedByName) {
+  const double shrinks = PserverMetrics::Get()->table_shrinks->Value();
+  ps::ShrinkResponse resp;
+  const grpc::Status s = served_->Shrink(1, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(
+      s.error_message(),
+      "Shrink: unknown table_id 1 (this job has table 0 only)"))
+      << s.error_message();
+  EXPECT_EQ(PserverMetrics::Get()->table_shrinks->Value(), shrinks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ShrinkTest,
+                         ::testing::Values(Backend::kMemory, Backend::kRocksDb),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return info.param == Backend::kMemory ? "Memory"
+                                                                 : "RocksDb";
+                         });
+
+// A shrink writes every row of a RocksDB table, so it is refused, as a push
+// is, while the disk is nearly full.
+TEST(ShrinkDiskGuardTest, RefusedWhileTheDiskGuardRefusesWrites) {
+  const std::string dir = FreshDir("shrink_disk");
+  auto table = NewTable(Options(dir, 0));
+  ASSERT_TRUE(table.ok()) << table.status();
+  std::vector<std::unique_ptr<SparseTable>> tables;
+  tables.push_back(std::move(*table));
+  PserverOptions o;
+  o.num_shards = kShards;
+  o.data_dir = dir;
+  o.min_free_disk_bytes = UINT64_MAX / 2;
+  ServedPserver served(o, std::move(tables));
+  const double shrinks = PserverMetrics::Get()->table_shrinks->Value();
+  ps::ShrinkResponse resp;
+  const grpc::Status s = served.Shrink(0, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "Shrink: pserver 0: disk"))
+      << s.error_message();
+  EXPECT_EQ(PserverMetrics::Get()->table_shrinks->Value(), shrinks);
+}
+
+// A memory table whose Shrink waits to be released while it holds a lock
+// that its Stats takes too, as the real table's shard locks are.
+class BlockingShrinkTable : public SparseTable {
+ public:
+  BlockingShrinkTable() : inner_(NewMemoryTable(Options("", 0))) {}
+
+  absl::Notification entered, release;
+
+  absl::StatusOr<ShrinkResult> Shrink() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    entered.Notify();
+    release.WaitForNotification();
+    return inner_->Shrink();
+  }
+  TableStats Stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return inner_->Stats();
+  }
+
+  uint32_t pull_dim() const override { return inner_->pull_dim(); }
+  absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
+                    float* out) override {
+    return inner_->Pull(keys, is_training, out);
+  }
+  bool PullIfInMemory(absl::Span<const uint64_t> keys, bool is_training,
+                      float* out) override {
+    return inner_->PullIfInMemory(keys, is_training, out);
+  }
+  absl::StatusOr<PushResult> Push(const PushBatch& batch) override {
+    return inner_->Push(batch);
+  }
+  absl::Status Flush() override { return inner_->Flush(); }
+  absl::Status Snapshot(const std::string& dir) override {
+    return inner_->Snapshot(dir);
+  }
+  absl::Status DeltaSnapshot(const std::string& path) override {
+    return inner_->DeltaSnapshot(path);
+  }
+  absl::Status ApplyDelta(const std::string& path) override {
+    return inner_->ApplyDelta(path);
+  }
+  absl::Status BulkLoad(absl::Span<const uint64_t> keys,
+                        const float* values) override {
+    return inner_->BulkLoad(keys, values);
+  }
+
+ private:
+  const std::unique_ptr<SparseTable> inner_;
+  mutable std::mutex mu_;
+};
+
+// sampan pserver refreshes the gauges on the thread that heartbeats to the
+// coordinator: waiting minutes for a RocksDB shrink there would get the
+// pserver declared dead.
+TEST(ShrinkGaugesTest, RefreshGaugesDoesNotWaitForAShrink) {
+  auto owned = std::make_unique<BlockingShrinkTable>();
+  BlockingShrinkTable* table = owned.get();
+  std::vector<std::unique_ptr<SparseTable>> tables;
+  tables.push_back(std::move(owned));
+  PserverOptions o;
+  o.num_shards = kShards;
+  ServedPserver served(o, std::move(tables));
+  std::thread shrink([&] {
+    ps::ShrinkResponse resp;
+    EXPECT_TRUE(served.Shrink(0, &resp).ok());
+  });
+  table->entered.WaitForNotification();
+  absl::Notification refreshed;
+  std::thread refresh([&] {
+    served.pserver().RefreshGauges();
+    refreshed.Notify();
+  });
+  EXPECT_TRUE(refreshed.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  table->release.Notify();
+  refresh.join();
+  shrink.join();
 }
 
 }  // namespace
