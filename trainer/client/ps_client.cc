@@ -114,6 +114,41 @@ class GrpcPsClient final : public PsClient {
     return first;
   }
 
+  absl::StatusOr<ShrinkTotals> Shrink(absl::Duration deadline) override {
+    ps::ShrinkRequest request;
+    request.set_table_id(options_.table_id);
+    std::vector<ShrinkCall> calls(stubs_.size());
+    Backoff backoff(options_.initial_backoff, options_.max_backoff,
+                    options_.retry_timeout);
+    while (true) {
+      RunShrinkAttempt(request, deadline, &calls);
+      absl::Status failure;
+      bool retry = true;
+      for (size_t p = 0; p < calls.size(); ++p) {
+        ShrinkCall& call = calls[p];
+        if (call.done) continue;
+        call.done = call.status.ok();
+        if (call.done) continue;
+        const bool again = IsRefusedOrUnreached(call.status.error_code());
+        // A failure that will not be retried is the one to report.
+        if (failure.ok() || (retry && !again)) {
+          failure = GrpcToStatus(
+              call.status, absl::StrCat("Shrink on pserver ", p, " (",
+                                        options_.pserver_addresses[p], ")"));
+        }
+        retry = retry && again;
+      }
+      if (failure.ok()) break;
+      if (!retry || !backoff.Wait()) return failure;
+    }
+    ShrinkTotals totals;
+    for (const ShrinkCall& call : calls) {
+      totals.deleted_rows += call.response.deleted_rows();
+      totals.rows += call.response.rows();
+    }
+    return totals;
+  }
+
   PsClientStats Stats() const override {
     PsClientStats stats;
     stats.pull_retries = pull_retries_.load();
@@ -172,6 +207,36 @@ class GrpcPsClient final : public PsClient {
     void* tag;
     bool ok;
     // Every call has a deadline, so each completes.
+    for (; outstanding > 0 && cq.Next(&tag, &ok); --outstanding) {
+    }
+  }
+
+  struct ShrinkCall {
+    std::unique_ptr<grpc::ClientContext> context;
+    ps::ShrinkResponse response;
+    grpc::Status status;
+    bool done = false;
+  };
+
+  // Sends `request` to every pserver whose call is not done, in parallel,
+  // and waits for all of them.
+  void RunShrinkAttempt(const ps::ShrinkRequest& request,
+                        absl::Duration deadline,
+                        std::vector<ShrinkCall>* calls) {
+    grpc::CompletionQueue cq;
+    int outstanding = 0;
+    for (size_t p = 0; p < calls->size(); ++p) {
+      ShrinkCall& call = (*calls)[p];
+      if (call.done) continue;
+      call.context = std::make_unique<grpc::ClientContext>();
+      call.context->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+      stubs_[p]
+          ->AsyncShrink(call.context.get(), request, &cq)
+          ->Finish(&call.response, &call.status, &call);
+      ++outstanding;
+    }
+    void* tag;
+    bool ok;
     for (; outstanding > 0 && cq.Next(&tag, &ok); --outstanding) {
     }
   }

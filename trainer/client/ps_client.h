@@ -16,6 +16,9 @@
 // memory. When a queue holds max_pending_keys keys, PushAsync blocks
 // (backpressure) until it drains, for at most retry_timeout.
 //
+// Shrink asks every pserver to shrink the client's table (proto/ps.proto):
+// a table-lifecycle call for whoever runs the job, not for a training step.
+//
 // Exactly once: every push request carries (writer_id, sequence), sequences
 // increase by one per request to a pserver, only one request per pserver is
 // in flight, and a retry resends the same sequence, so the pserver applies
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "grpcpp/security/credentials.h"
@@ -69,6 +73,12 @@ struct PsClientStats {
   absl::Duration push_lag;
 };
 
+// What a Shrink did, summed over the pservers.
+struct ShrinkTotals {
+  uint64_t deleted_rows = 0;
+  uint64_t rows = 0;  // left in the table after the shrink
+};
+
 class PsClient {
  public:
   static std::unique_ptr<PsClient> Create(const PsClientOptions& options);
@@ -90,6 +100,21 @@ class PsClient {
   // Waits until every queued gradient is acknowledged; returns the first
   // push error. Bounded by retry_timeout plus one deadline.
   virtual absl::Status Flush() = 0;
+
+  // Shrinks the table (table_id) on every pserver, in parallel: show and
+  // click decay, every row ages a day, rows past the accessor's thresholds
+  // are deleted (proto/ps.proto). Each pserver's call may take `deadline`
+  // (a large RocksDB table takes minutes, not a pull's seconds; pass e.g.
+  // cluster.wait_timeout_seconds). The table's pulls and pushes wait
+  // meanwhile, so call it while the trainers pause. Only a pserver that
+  // refused the call (RESOURCE_EXHAUSTED) or was not reached (UNAVAILABLE)
+  // is asked again, with backoff within retry_timeout: after any other
+  // failure, a timeout included, it may have shrunk some rows, and a second
+  // shrink would age them twice. (UNAVAILABLE may also be a pserver that
+  // went away mid-shrink.) Returns the totals once every pserver has
+  // answered OK; otherwise an error naming a failed pserver, preferring one
+  // not retried (the others may have shrunk).
+  virtual absl::StatusOr<ShrinkTotals> Shrink(absl::Duration deadline) = 0;
 
   virtual PsClientStats Stats() const = 0;
 };

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
 #include "common/hash.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver.h"
@@ -22,30 +23,40 @@ constexpr uint32_t kShards = 16;
 class PserverTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
+    pservers_.resize(2);
+    servers_.resize(2);
     for (uint32_t i = 0; i < 2; ++i) {
-      PserverOptions o;
-      o.index = i;
-      o.num_pservers = 2;
-      o.num_shards = kShards;
-      o.run_inline = GetParam();
-      TableOptions t;
-      t.num_shards = kShards;
-      t.embedding_dim = 0;  // w only: a counter per key
-      t.rule = OptimizerRule::kSgd;
-      t.learning_rate = 1.0f;
-      auto table = NewTable(t);
-      ASSERT_TRUE(table.ok()) << table.status();
-      pservers_.push_back(Pserver::Create(o, std::move(*table)));
-      grpc::ServerBuilder builder;
-      int port = 0;
-      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                               &port);
-      builder.SetMaxReceiveMessageSize(256 << 20);  // as sampan pserver does
-      builder.RegisterService(pservers_.back()->service());
-      servers_.push_back(builder.BuildAndStart());
+      const int port = StartPserver(i, "127.0.0.1:0");
       ASSERT_NE(port, 0);
       addresses_.push_back("127.0.0.1:" + std::to_string(port));
     }
+  }
+
+  // Starts pserver `index` (replacing one shut down) on `address`; returns
+  // its port, 0 if it could not listen.
+  int StartPserver(uint32_t index, const std::string& address) {
+    PserverOptions o;
+    o.index = index;
+    o.num_pservers = 2;
+    o.num_shards = kShards;
+    o.run_inline = GetParam();
+    TableOptions t;
+    t.num_shards = kShards;
+    t.embedding_dim = 0;  // w only: a counter per key
+    t.rule = OptimizerRule::kSgd;
+    t.learning_rate = 1.0f;
+    // Shrink: a key's score is 0.1 per show, 0.9 of it after each shrink.
+    t.show_decay_rate = 0.9f;
+    t.delete_threshold = 0.15f;
+    servers_[index].reset();  // before the service it serves
+    pservers_[index] = Pserver::Create(o, NewMemoryTable(t));
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+    builder.SetMaxReceiveMessageSize(256 << 20);  // as sampan pserver does
+    builder.RegisterService(pservers_[index]->service());
+    servers_[index] = builder.BuildAndStart();
+    return port;
   }
 
   void TearDown() override {
@@ -227,6 +238,90 @@ TEST_P(PserverTest, DeadServerFailsWithinTheRetryBudget) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "pserver 1")) << s;
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // bounded, not a hang
+}
+
+// Pushes `keys` with gradient -1 and `show` shows each, and waits for them.
+void PushShows(PsClient& client, const std::vector<uint64_t>& keys,
+               float show) {
+  std::vector<float> grads(keys.size(), -1), shows(keys.size(), show),
+      clicks(keys.size(), 0);
+  ASSERT_TRUE(client.PushAsync(keys, grads, shows, clicks).ok());
+  ASSERT_TRUE(client.Flush().ok());
+}
+
+// Keys of slot `slot` that route to each of the two pservers, `n` apiece.
+std::vector<uint64_t> KeysOnBoth(int slot, int n) {
+  std::vector<uint64_t> keys;
+  int on[2] = {0, 0};
+  for (int i = 0; on[0] < n || on[1] < n; ++i) {
+    const uint64_t key = FeatureSign(slot, std::to_string(i));
+    int& count = on[PserverOfShard(ShardOf(key, kShards), 2)];
+    if (count < n) {
+      ++count;
+      keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
+TEST_P(PserverTest, ShrinkSumsEveryPserversCounts) {
+  auto client = PsClient::Create(ClientOptions());
+  const std::vector<uint64_t> rare = KeysOnBoth(5, 20), kept = KeysOnBoth(6, 5);
+  PushShows(*client, rare, 1);  // score 0.09 after a shrink: deleted
+  PushShows(*client, kept, 2);  // 0.18: kept
+  absl::StatusOr<ShrinkTotals> totals = client->Shrink(absl::Seconds(30));
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->deleted_rows, rare.size());
+  EXPECT_EQ(totals->rows, kept.size());
+  EXPECT_EQ(PullAll(*client, rare), std::vector<float>(rare.size(), 0.0f));
+  EXPECT_EQ(PullAll(*client, kept), std::vector<float>(kept.size(), 1.0f));
+}
+
+// A pserver not up yet is retried; the one that shrank is not asked again
+// (a second shrink would delete its rows).
+TEST_P(PserverTest, ShrinkRetriesAPserverThatIsNotUpYet) {
+  PsClientOptions o = ClientOptions();
+  o.retry_timeout = absl::Seconds(30);
+  auto client = PsClient::Create(o);
+  // Score 0.1575 after one shrink (kept), 0.142 after two (deleted).
+  const std::vector<uint64_t> keys = KeysOnBoth(7, 5);
+  PushShows(*client, keys, 1.75f);
+  servers_[1]->Shutdown();
+  pservers_[1]->Stop();
+  absl::Notification shrunk;
+  absl::StatusOr<ShrinkTotals> totals;
+  std::thread shrink([&] {
+    totals = client->Shrink(absl::Seconds(10));
+    shrunk.Notify();
+  });
+  EXPECT_FALSE(shrunk.WaitForNotificationWithTimeout(absl::Milliseconds(500)));
+  const std::string port = addresses_[1].substr(addresses_[1].rfind(':') + 1);
+  ASSERT_EQ(std::to_string(StartPserver(1, addresses_[1])), port);
+  shrink.join();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  // Pserver 1 came back empty (a memory table); pserver 0 shrank once.
+  EXPECT_EQ(totals->deleted_rows, 0u);
+  EXPECT_EQ(totals->rows, keys.size() / 2);
+  std::vector<float> rows = PullAll(*client, keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const bool on_0 = PserverOfShard(ShardOf(keys[i], kShards), 2) == 0;
+    EXPECT_EQ(rows[i], on_0 ? 1.0f : 0.0f) << i;
+  }
+}
+
+TEST_P(PserverTest, ShrinkOfAnUnknownTableFailsWithoutRetrying) {
+  PsClientOptions o = ClientOptions();
+  o.table_id = 3;
+  auto client = PsClient::Create(o);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ShrinkTotals> totals = client->Shrink(absl::Seconds(10));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));  // retry_timeout is 5 s
+  EXPECT_EQ(totals.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(totals.status().message(), "Shrink on pserver"))
+      << totals.status();
+  EXPECT_TRUE(
+      absl::StrContains(totals.status().message(), "unknown table_id 3"))
+      << totals.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(Threading, PserverTest, ::testing::Bool(),

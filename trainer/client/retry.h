@@ -1,5 +1,5 @@
-// Retry policy shared by pulls and pushes: which failures are transient, and
-// exponential backoff with jitter bounded by a total budget.
+// Retry policy shared by pulls, pushes and shrinks: which failures are
+// transient, and exponential backoff with jitter bounded by a total budget.
 #ifndef SAMPAN_TRAINER_CLIENT_RETRY_H_
 #define SAMPAN_TRAINER_CLIENT_RETRY_H_
 
@@ -19,6 +19,15 @@ inline bool IsTransient(grpc::StatusCode code) {
          code == grpc::StatusCode::DEADLINE_EXCEEDED ||
          code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
          code == grpc::StatusCode::ABORTED;
+}
+
+// Failures after which a call that must not run twice (Shrink) may be sent
+// again: the server refused it before running it (its queue was full), or
+// it was not reached. (UNAVAILABLE can also mean the server went away while
+// running it; it then ran at most partly, on a server that restarts.)
+inline bool IsRefusedOrUnreached(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::RESOURCE_EXHAUSTED;
 }
 
 // Not thread-safe: one per retrying call.
