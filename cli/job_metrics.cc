@@ -1,5 +1,6 @@
 #include "cli/job_metrics.h"
 
+#include <algorithm>
 #include <string>
 
 #include "common/metrics.h"
@@ -51,7 +52,33 @@ JobMetrics::JobMetrics()
                     .Add({})),
       elapsed_(GaugeFamily("sampan_job_elapsed_seconds",
                            "Seconds since the coordinator started.")
-                   .Add({})) {}
+                   .Add({})),
+      passes_done_(GaugeFamily("sampan_job_passes_done",
+                               "data.stream passes trained and published.")
+                       .Add({})),
+      pass_waiting_(GaugeFamily("sampan_job_pass_waiting_seconds",
+                                "Seconds the stream has waited for its next "
+                                "pass; 0 while a pass trains.")
+                        .Add({})),
+      pass_auc_(GaugeFamily("sampan_job_pass_auc",
+                            "Progressive validation AUC of the last pass, "
+                            "scored before it was trained on.")
+                    .Add({})),
+      pass_logloss_(GaugeFamily("sampan_job_pass_logloss",
+                                "Progressive validation log loss of the "
+                                "last pass.")
+                        .Add({})),
+      pass_copc_(GaugeFamily("sampan_job_pass_copc",
+                             "Clicks over predicted clicks of the last "
+                             "pass, scored before training.")
+                     .Add({})),
+      version_(GaugeFamily("sampan_model_version",
+                           "The newest model version published.")
+                   .Add({})),
+      freshness_(GaugeFamily("sampan_model_version_freshness_seconds",
+                             "Seconds from the newest version's pass "
+                             "marker to the version being published.")
+                     .Add({})) {}
 
 JobMetrics::Rank& JobMetrics::RankAt(int rank) {
   while (static_cast<int>(ranks_.size()) <= rank) {
@@ -97,6 +124,22 @@ void JobMetrics::Update(const coord::JobStatusResponse& status,
   last_time_ = now;
   finished_.Set(finished);
   elapsed_.Set(status.elapsed_seconds());
+  if (status.trainers_size() > 0) {
+    // Rank 0 decides the passes and publishes the versions.
+    const coord::TrainerProgress& p = status.trainers(0);
+    passes_done_.Set(p.passes_done());
+    const double since = p.waiting_since_unix_seconds();
+    pass_waiting_.Set(
+        since > 0 ? std::max(0.0, absl::ToUnixMicros(now) * 1e-6 - since) : 0);
+    if (p.has_last_result()) {
+      const coord::PassResult& r = p.last_result();
+      pass_auc_.Set(r.auc());
+      pass_logloss_.Set(r.logloss());
+      pass_copc_.Set(r.copc());
+      version_.Set(r.version());
+      freshness_.Set(r.freshness_seconds());
+    }
+  }
   const coord::ClusterSpec& spec = status.spec();
   int alive[3] = {0, 0, 0};
   for (const auto* list : {&spec.pservers(), &spec.trainers()}) {

@@ -61,6 +61,14 @@ class JobMetrics {
   prometheus::Gauge& rate_;
   prometheus::Gauge& finished_;
   prometheus::Gauge& elapsed_;
+  // data.stream, from rank 0's progress.
+  prometheus::Gauge& passes_done_;
+  prometheus::Gauge& pass_waiting_;
+  prometheus::Gauge& pass_auc_;
+  prometheus::Gauge& pass_logloss_;
+  prometheus::Gauge& pass_copc_;
+  prometheus::Gauge& version_;
+  prometheus::Gauge& freshness_;
   std::vector<Rank> ranks_;
   uint64_t last_total_ = 0;
   absl::Time last_time_ = absl::InfinitePast();

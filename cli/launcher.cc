@@ -478,9 +478,12 @@ class Launcher {
       std::pair<std::string, std::string> kv = absl::StrSplit(line, '=');
       result[kv.first] = kv.second;
     }
-    std::cout << "test AUC " << result["test_auc"] << "  logloss "
-              << result["test_logloss"] << "  COPC " << result["test_copc"]
-              << "  on " << result["test_rows"] << " held-out rows\n";
+    if (!config_.data().stream().root().empty()) PrintPasses();
+    if (result.count("test_auc") > 0) {
+      std::cout << "test AUC " << result["test_auc"] << "  logloss "
+                << result["test_logloss"] << "  COPC " << result["test_copc"]
+                << "  on " << result["test_rows"] << " held-out rows\n";
+    }
     if (synthetic_rows_ > 0) {
       std::cout << absl::StrFormat(
           "planted model (the best reachable): AUC %.6f  logloss %.6f\n",
@@ -493,6 +496,31 @@ class Launcher {
       std::cout << trainer_restarts_ << " trainer restart(s) during the job\n";
     }
     std::cout << "logs and results: " << config_.output_dir() << "\n";
+  }
+
+  // data.stream: the per-pass table of <output_dir>/passes.tsv (progressive
+  // validation, the version each pass published) and where LATEST is.
+  void PrintPasses() {
+    std::ifstream in(config_.output_dir() + "/passes.tsv");
+    std::string line;
+    std::getline(in, line);  // header
+    std::cout << absl::StrFormat("%-16s %8s %8s %8s %6s  %-16s %8s\n", "pass",
+                                 "scored", "AUC", "logloss", "COPC", "version",
+                                 "fresh s");
+    int passes = 0;
+    while (std::getline(in, line)) {
+      const std::vector<std::string> f = absl::StrSplit(line, '\t');
+      if (f.size() < 10) continue;
+      std::cout << absl::StrFormat(
+          "%-16s %8s %8.8s %8.8s %6.6s  v-%06d %-7s %8s\n", f[1], f[2], f[3],
+          f[4], f[5], std::atoi(f[6].c_str()), f[7], f[8]);
+      ++passes;
+    }
+    std::ifstream latest(config_.output_dir() + "/versions/LATEST");
+    std::string name;
+    std::getline(latest, name);
+    std::cout << passes << " passes; model versions in " << config_.output_dir()
+              << "/versions, LATEST " << (name.empty() ? "none" : name) << "\n";
   }
 
   std::string LogDir() const { return config_.output_dir() + "/logs"; }

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
@@ -59,11 +61,40 @@ std::string ProgressPrinter::Render(const coord::JobStatusResponse& status,
   last_time_ = now;
   last_examples_ = examples;
   last_loss_sum_ = loss_sum;
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "[train] %5.1f%% | %8.0f examples/s | loss %.4f | auc %.4f | "
       "%d examples | %d bad rows | eta %s",
       100 * fraction, rate, shown_loss_,
       examples ? auc_weighted / examples : 0.5, examples, bad, FormatEta(eta));
+  if (status.trainers_size() > 0)
+    absl::StrAppend(&line, StreamPart(status, now));
+  return line;
+}
+
+// data.stream: which pass trains (rank 0 decides them), or which it waits
+// for and since when, and the last pass's progressive AUC.
+std::string ProgressPrinter::StreamPart(const coord::JobStatusResponse& status,
+                                        absl::Time now) {
+  const coord::TrainerProgress& p = status.trainers(0);
+  std::string part;
+  if (p.waiting_since_unix_seconds() > 0) {
+    const double waited =
+        absl::ToUnixMicros(now) * 1e-6 - p.waiting_since_unix_seconds();
+    part = absl::StrFormat(" | waiting for the pass after %s for %.0f s",
+                           p.last_pass().empty() ? "none" : p.last_pass(),
+                           std::max(0.0, waited));
+  } else if (!p.pass().empty()) {
+    part = absl::StrFormat(" | pass %s", p.pass());
+  } else {
+    return "";
+  }
+  absl::StrAppend(&part, absl::StrFormat(" (%d done)", p.passes_done()));
+  if (p.has_last_result() && p.last_result().rows_scored() > 0) {
+    absl::StrAppend(&part, absl::StrFormat(" | last pass auc %.4f, v%d",
+                                           p.last_result().auc(),
+                                           p.last_result().version()));
+  }
+  return part;
 }
 
 void ProgressPrinter::Finish() {

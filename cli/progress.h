@@ -28,6 +28,8 @@ class ProgressPrinter {
   void Finish();
 
  private:
+  static std::string StreamPart(const coord::JobStatusResponse& status,
+                                absl::Time now);
   bool tty_;
   bool drawn_ = false;
   absl::Time last_time_;

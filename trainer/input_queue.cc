@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -222,6 +223,16 @@ absl::Status ReadParts(const std::vector<DataPart>& parts, size_t rows,
 }
 
 absl::Status InputQueue::CheckFiles(const JobConfig& config) {
+  const std::string& root = config.data().stream().root();
+  if (!root.empty()) {
+    // A stream's files come later; its root must be there now.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(root, ec)) {
+      return absl::NotFoundError(
+          absl::StrCat("data.stream.root: ", root, " is not a directory"));
+    }
+    return absl::OkStatus();
+  }
   // Byte ranges: every rank opens every file as rank 0 does.
   const bool by_file = config.data().split() == DataConfig::BY_FILE;
   const int ranks = by_file ? config.cluster().num_trainers() : 1;

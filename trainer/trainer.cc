@@ -6,10 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -34,6 +37,9 @@
 #include "trainer/model/model_io.h"
 #include "trainer/model_export.h"
 #include "trainer/part_export.h"
+#include "trainer/pass_publisher.h"
+#include "trainer/pass_schedule.h"
+#include "trainer/pass_score.h"
 #include "trainer/rare_count.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
@@ -81,8 +87,8 @@ class Trainer : public StepObserver {
         coordinator_(
             coordinator, Seconds(config.cluster().rpc_deadline_seconds()),
             Seconds(config.cluster().wait_timeout_seconds()), credentials),
-        input_(config, rank, start),
-        source_(&input_),
+        start_(start != nullptr ? std::optional<coord::DataPosition>(*start)
+                                : std::nullopt),
         sync_(config.model().mode() == ModelConfig::SYNC),
         checkpoints_(config.checkpoint().every_steps() > 0 ||
                      config.checkpoint().every_seconds() > 0),
@@ -104,10 +110,19 @@ class Trainer : public StepObserver {
     absl::Status status = rare.status();
     if (status.ok()) {
       rare_ = std::move(*rare);
-      source_.set_rare(rare_.get());
-      status = Train(o->dense);
+      status = SetUpDense(o->dense);
     }
-    if (status.ok()) status = FlushPushes();
+    // The passes: a batch job's one, or a stream's as they become ready.
+    PassSchedule schedule(config_, rank_, &coordinator_, &failed_);
+    schedule_ = &schedule;
+    while (status.ok()) {
+      absl::StatusOr<coord::StreamPass> pass = schedule.Next();
+      status = pass.status();
+      if (!status.ok() || pass->end()) break;
+      status = RunPass(*pass);
+    }
+    schedule_ = nullptr;
+    if (status.ok()) status = FinishDense();
     if (status.ok() && checkpoints_) ArriveFinished();
     Fail(status);
     if (status.ok()) {
@@ -117,8 +132,14 @@ class Trainer : public StepObserver {
     if (status.ok() && async_ != nullptr && rank_ == 0) {
       status = PullFinalDense();
     }
-    if (status.ok()) status = Export();
-    if (status.ok() && rank_ == 0) status = Evaluate();
+    // A stream's model is its published versions; a batch job exports one.
+    if (status.ok() && !IsStreamJob(config_)) status = Export();
+    if (status.ok() && rank_ == 0 && !TestPartsOf(config_).empty()) {
+      status = Evaluate();
+    }
+    if (status.ok() && rank_ == 0 && IsStreamJob(config_)) {
+      status = WriteStreamResult();
+    }
     finished_.store(true);
     stop_.Notify();
     heartbeat.join();
@@ -134,6 +155,7 @@ class Trainer : public StepObserver {
     for (size_t e = 0; e < w.batch.size(); ++e) {
       auc_.Add(w.probs[e], w.batch.labels[e]);
     }
+    if (publisher_ != nullptr) touched_.insert(w.keys.begin(), w.keys.end());
     return absl::OkStatus();
   }
 
@@ -175,19 +197,18 @@ class Trainer : public StepObserver {
     return s;
   }
 
-  // The one step loop (trainer/step_loop.h). The dense weights decide its
-  // shape: none (LR, FM) and the pservers' dense table (ASYNC; LR and FM
-  // with dense inputs) train threads_per_trainer Hogwild loops; HYBRID and
-  // SYNC one lockstep loop per rank whose steps are threads_per_trainer
-  // batches, allreduced with the other ranks (trainer/hybrid_dense.h).
-  absl::Status Train(const DenseOptimizerOptions& optimizer) {
+  // The dense weights decide the step loop's shape (trainer/step_loop.h):
+  // none (LR, FM) and the pservers' dense table (ASYNC; LR and FM with
+  // dense inputs) train threads_per_trainer Hogwild loops; HYBRID and SYNC
+  // one lockstep loop per rank whose steps are threads_per_trainer batches,
+  // allreduced with the other ranks (trainer/hybrid_dense.h).
+  absl::Status SetUpDense(const DenseOptimizerOptions& optimizer) {
     rows_ = FleetRows(ps_.get(), model_->row_dim());
-    std::unique_ptr<DenseWeights> weights;
     if (model_->dense_size() == 0) {
-      weights = NoDenseWeights();
+      weights_ = NoDenseWeights();
     } else if (HasDenseTable(config_)) {
       async_ = std::make_unique<AsyncDense>(*model_, model_->row_dim());
-      weights =
+      weights_ =
           PserverDenseWeights(async_.get(), ps_dense_.get(), model_->row_dim());
       SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
                        << " dense weights in " << async_->keys().size()
@@ -195,13 +216,52 @@ class Trainer : public StepObserver {
                        << ", updated there by model.dense_optimizer";
     } else {
       if (absl::Status s = StartLockstep(optimizer); !s.ok()) return s;
-      weights = LockstepDenseWeights(dense_.get(), /*overlap=*/!sync_);
+      weights_ = LockstepDenseWeights(dense_.get(), /*overlap=*/!sync_);
     }
+    if (IsStreamJob(config_)) {
+      PassPublisherOptions p;
+      p.config = &config_;
+      p.rank = rank_;
+      p.coordinator = &coordinator_;
+      p.ps = ps_.get();
+      p.model = model_.get();
+      publisher_ = std::make_unique<PassPublisher>(p);
+    }
+    return absl::OkStatus();
+  }
+
+  // One pass: a data.stream pass is first scored by the model as it is
+  // (progressive validation), then trained once; the batch job's one pass
+  // is its data.train_files, data.epochs times, from a checkpoint's position
+  // on a resume. Every push is acknowledged on return.
+  absl::Status RunPass(const coord::StreamPass& pass) {
+    auto pass_config =
+        std::make_shared<const JobConfig>(PassConfig(config_, pass));
+    auto input = std::make_shared<InputQueue>(
+        *pass_config, rank_, start_.has_value() ? &*start_ : nullptr);
+    start_.reset();
+    {
+      std::lock_guard<std::mutex> lock(input_mu_);
+      pass_config_ = pass_config;
+      input_ = input;
+      pass_name_ = pass.name();
+    }
+    if (publisher_ != nullptr) {
+      if (absl::Status s = publisher_->BeginPass(pass); !s.ok()) return s;
+      if (absl::Status s = ScorePassBeforeTraining(pass, *pass_config);
+          !s.ok()) {
+        return s;
+      }
+      absl::MutexLock lock(&mu_);
+      touched_.clear();
+    }
+    QueueSource source(input.get());
+    source.set_rare(rare_.get());
     StepLoopOptions loop;
     loop.model = model_.get();
-    loop.source = &source_;
+    loop.source = &source;
     loop.rows = rows_.get();
-    loop.dense = weights.get();
+    loop.dense = weights_.get();
     loop.observer = this;
     loop.gate = &gate_;
     loop.threads =
@@ -215,14 +275,111 @@ class Trainer : public StepObserver {
       absl::MutexLock lock(&mu_);
       status = error_;  // e.g. the heartbeat's
     }
-    if (!status.ok() || dense_ == nullptr) return status;
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << steps
-                     << " synchronous dense steps ("
-                     << (sync_ ? "SYNC" : "HYBRID") << "), up to "
-                     << loop.threads << " batches each";
+    if (status.ok()) status = FlushPushes();
+    if (!status.ok()) return status;
+    if (dense_ != nullptr) {
+      SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << steps
+                       << " synchronous dense steps ("
+                       << (sync_ ? "SYNC" : "HYBRID") << "), up to "
+                       << loop.threads << " batches each";
+    }
+    if (publisher_ == nullptr) return absl::OkStatus();
+    std::vector<uint64_t> touched;
+    {
+      absl::MutexLock lock(&mu_);
+      touched.assign(touched_.begin(), touched_.end());
+      touched_.clear();
+    }
+    absl::StatusOr<coord::PassResult> r = publisher_->EndPass(
+        pass, std::move(touched), [this] { return DenseStateNow(); });
+    if (!r.ok()) return r.status();
+    absl::MutexLock lock(&mu_);
+    ++passes_done_;
+    if (rank_ == 0) {
+      r->set_examples(examples_);
+      results_.push_back(*r);
+    }
+    return absl::OkStatus();
+  }
+
+  // Progressive validation: this rank's share of `pass`, scored by the
+  // model before any of it is trained on; rank 0 merges the ranks' scores.
+  absl::Status ScorePassBeforeTraining(const coord::StreamPass& pass,
+                                       const JobConfig& pass_config) {
+    PassScoreOptions o;
+    o.model = model_.get();
+    o.rows = rows_.get();
+    o.fraction = config_.data().stream().progressive_fraction();
+    o.batch_size = config_.data().batch_size();
+    o.pass_index = pass.index();
+    if (async_ != nullptr) {
+      if (absl::Status s = PullFinalDense(); !s.ok()) return s;
+    }
+    o.dense = DenseWeightsAtEnd();
+    absl::StatusOr<coord::PassScore> score =
+        ScorePass(o, TrainPartsOf(pass_config, rank_));
+    if (!score.ok()) return score.status();
+    return publisher_->PutScore(pass, *score);
+  }
+
+  // The dense weights and optimizer state as they are now (no step in
+  // flight): what a model version publishes.
+  absl::StatusOr<DenseModelState> DenseStateNow() {
+    DenseModelState state;
+    if (async_ != nullptr) {
+      if (absl::Status s = PullFinalDense(); !s.ok()) return s;
+      state.weights = final_dense_;
+    } else if (dense_ != nullptr) {
+      state = dense_->State();
+    }
+    return state;
+  }
+
+  // HYBRID and SYNC: the ranks compare their final dense weights.
+  absl::Status FinishDense() {
+    if (dense_ == nullptr) return absl::OkStatus();
     absl::StatusOr<uint64_t> hash = dense_->Finish();
     if (!hash.ok()) return hash.status();
     return WriteDenseHash(*hash);
+  }
+
+  // result.txt of a stream: the passes trained and the last one's figures
+  // (with the test metrics when data.test_files were scored).
+  absl::Status WriteStreamResult() {
+    std::vector<coord::PassResult> results;
+    {
+      absl::MutexLock lock(&mu_);
+      results = results_;
+    }
+    std::string text = absl::StrCat("passes=", results.size(), "\n");
+    double auc_sum = 0;
+    uint64_t scored = 0;
+    for (const coord::PassResult& r : results) {
+      if (r.rows_scored() == 0) continue;
+      auc_sum += r.auc();
+      ++scored;
+    }
+    if (scored > 0) {
+      absl::StrAppend(&text, "progressive_auc_mean=",
+                      absl::StrFormat("%.6f", auc_sum / scored), "\n");
+    }
+    if (!results.empty()) {
+      const coord::PassResult& r = results.back();
+      absl::StrAppend(&text, "last_pass=", r.name(), "\n",
+                      "last_version=", r.version(), "\n",
+                      absl::StrFormat("last_progressive_auc=%.6f\n"
+                                      "last_progressive_logloss=%.6f\n"
+                                      "last_progressive_copc=%.4f\n",
+                                      r.auc(), r.logloss(), r.copc()));
+    }
+    const std::string path = ResultPath(config_);
+    // Appended to the test metrics when Evaluate wrote them.
+    std::ofstream out(
+        path, TestPartsOf(config_).empty() ? std::ios::trunc : std::ios::app);
+    out << text;
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    return absl::OkStatus();
   }
 
   // Runs while no batch is in flight (CheckpointGate): makes every push
@@ -234,7 +391,7 @@ class Trainer : public StepObserver {
     coord::CheckpointArriveRequest req;
     req.set_epoch(epoch);
     req.set_missed(missed);
-    *req.mutable_position() = input_.Position();
+    *req.mutable_position() = CurrentInput()->Position();
     req.mutable_position()->set_steps(gate_.steps());
     if (dense_ != nullptr && rank_ == 0 && !missed) {
       // Every rank holds the same dense state; rank 0 saves it. (ASYNC
@@ -282,7 +439,7 @@ class Trainer : public StepObserver {
   // position says so, so a resume does not train its part again.
   void ArriveFinished() {
     coord::CheckpointArriveRequest req;
-    *req.mutable_position() = input_.Position();
+    *req.mutable_position() = CurrentInput()->Position();
     req.mutable_position()->set_steps(gate_.steps());
     req.mutable_position()->set_finished(true);
     absl::StatusOr<coord::CheckpointArriveResponse> resp =
@@ -434,6 +591,11 @@ class Trainer : public StepObserver {
     return WriteResultFile(ResultPath(config_), m);
   }
 
+  std::shared_ptr<InputQueue> CurrentInput() {
+    std::lock_guard<std::mutex> lock(input_mu_);
+    return input_;
+  }
+
   void HeartbeatLoop() {
     const absl::Duration interval =
         Seconds(std::min(1.0, config_.progress_interval_seconds()));
@@ -457,15 +619,27 @@ class Trainer : public StepObserver {
     req.set_role(coord::TRAINER);
     req.set_index(rank_);
     coord::TrainerProgress* p = req.mutable_progress();
-    p->set_fraction_done(input_.FractionDone());
-    p->set_bad_rows(input_.BadRows());
+    if (std::shared_ptr<InputQueue> input = CurrentInput()) {
+      p->set_fraction_done(input->FractionDone());
+      p->set_bad_rows(input->BadRows());
+    }
     p->set_finished(finished_.load());
     p->set_steps(gate_.steps());
+    if (const PassSchedule* schedule = schedule_.load()) {
+      p->set_waiting_since_unix_seconds(schedule->waiting_since());
+      p->set_last_pass(schedule->last());
+      if (p->waiting_since_unix_seconds() == 0) {
+        std::lock_guard<std::mutex> lock(input_mu_);
+        p->set_pass(pass_name_);
+      }
+    }
     {
       absl::MutexLock lock(&mu_);
       p->set_examples(examples_);
       p->set_loss_sum(loss_sum_);
       p->set_train_auc(auc_.Auc());
+      p->set_passes_done(passes_done_);
+      if (!results_.empty()) *p->mutable_last_result() = results_.back();
     }
     coord::HeartbeatResponse resp;
     absl::Status s = coordinator_.Heartbeat(req, &resp);
@@ -489,8 +663,17 @@ class Trainer : public StepObserver {
   const int rank_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   CoordinatorClient coordinator_;
-  InputQueue input_;
-  QueueSource source_;
+  // A checkpoint's position, for the first pass (then reset).
+  std::optional<coord::DataPosition> start_;
+  // The pass being trained: its config and input, swapped between passes
+  // by the trainer's thread, read by the heartbeat's and checkpoints.
+  std::mutex input_mu_;
+  std::shared_ptr<const JobConfig> pass_config_;
+  std::shared_ptr<InputQueue> input_;
+  std::string pass_name_;
+  std::atomic<const PassSchedule*> schedule_{nullptr};
+  std::unique_ptr<DenseWeights> weights_;
+  std::unique_ptr<PassPublisher> publisher_;  // data.stream jobs only
   // The model and its dense weights: HYBRID/SYNC in dense_ (owned by the
   // step loop, read by Export and Evaluate after it ended), ASYNC in the
   // pservers' rows (async_, final_dense_ pulled by rank 0 at the end).
@@ -515,6 +698,10 @@ class Trainer : public StepObserver {
   double loss_sum_ ABSL_GUARDED_BY(mu_) = 0;
   StreamingAuc auc_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  // data.stream: keys pushed in the pass; passes done; rank 0's figures.
+  absl::flat_hash_set<uint64_t> touched_ ABSL_GUARDED_BY(mu_);
+  uint64_t passes_done_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<coord::PassResult> results_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -1,0 +1,223 @@
+#include "trainer/pass_publisher.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "trainer/model_export.h"
+#include "trainer/model_version.h"
+#include "trainer/pass_score.h"
+
+namespace sampan {
+namespace {
+
+std::string ScoreKey(uint64_t pass, int rank) {
+  return absl::StrCat("stream/score/", pass, "/", rank);
+}
+
+double NowSeconds() { return absl::ToUnixMicros(absl::Now()) * 1e-6; }
+
+// Keys pulled per request while exporting.
+constexpr size_t kExportChunk = 1 << 16;
+
+}  // namespace
+
+PassPublisher::PassPublisher(const PassPublisherOptions& options)
+    : o_(options),
+      root_(VersionsRoot(*options.config)),
+      trainers_(static_cast<int>(options.config->cluster().num_trainers())) {}
+
+bool PassPublisher::IsBase(const coord::StreamPass& pass) const {
+  if (pass.first() || base_version_ == 0) return true;
+  const uint32_t every = o_.config->data().stream().base_every_passes();
+  if (every > 0) return pass.index() % every == 0;
+  return pass.day() != prev_day_;
+}
+
+absl::Status PassPublisher::Barrier(const coord::StreamPass& pass,
+                                    const char* what) {
+  return o_.coordinator->Barrier(absl::StrCat("pass-", pass.index(), "-", what),
+                                 trainers_, o_.rank);
+}
+
+absl::Status PassPublisher::BeginPass(const coord::StreamPass& pass) {
+  if (o_.rank != 0) return absl::OkStatus();
+  if (pass.first()) {
+    // A job that starts owns its output_dir: versions of an earlier job
+    // there would be taken for this one's (LATEST, retention).
+    std::error_code ec;
+    const uintmax_t removed = std::filesystem::remove_all(root_, ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat(
+          "removing the earlier versions in ", root_, ": ", ec.message()));
+    }
+    if (removed > 0) {
+      SAMPAN_LOG(INFO) << "removed the versions of an earlier job in " << root_;
+    }
+  }
+  return ClearStaging(root_, pass.index() + 1);
+}
+
+absl::Status PassPublisher::PutScore(const coord::StreamPass& pass,
+                                     const coord::PassScore& score) {
+  return o_.coordinator->KvPut(ScoreKey(pass.index(), o_.rank),
+                               score.SerializeAsString());
+}
+
+absl::Status PassPublisher::WritePart(const std::string& dir,
+                                      std::vector<uint64_t> keys) {
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  const int dim = o_.model->row_dim();
+  std::vector<float> rows(keys.size() * dim);
+  for (size_t i = 0; i < keys.size(); i += kExportChunk) {
+    const size_t n = std::min(kExportChunk, keys.size() - i);
+    absl::Status s = o_.ps->Pull(absl::MakeConstSpan(keys).subspan(i, n),
+                                 /*is_training=*/false, &rows[i * dim]);
+    if (!s.ok()) return s;
+  }
+  // A row that reads all zeros has no row on the pservers (deleted by the
+  // shrink, or never admitted): a key without a row scores as zeros.
+  absl::flat_hash_map<uint64_t, size_t> kept;
+  std::vector<uint64_t> kept_keys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const float* r = &rows[i * dim];
+    if (std::all_of(r, r + dim, [](float v) { return v == 0.0f; })) continue;
+    kept.emplace(keys[i], i);
+    kept_keys.push_back(keys[i]);
+  }
+  return ExportSparsePart(
+      dir, o_.rank, std::move(kept_keys), dim,
+      [&](absl::Span<const uint64_t> want, float* out) {
+        for (size_t j = 0; j < want.size(); ++j) {
+          auto it = kept.find(want[j]);
+          if (it == kept.end()) {
+            return absl::InternalError("export asked for a key not pulled");
+          }
+          std::copy_n(&rows[it->second * dim], dim, out + j * dim);
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::StatusOr<coord::PassResult> PassPublisher::EndPass(
+    const coord::StreamPass& pass, std::vector<uint64_t> touched,
+    const std::function<absl::StatusOr<DenseModelState>()>& dense) {
+  const bool base = IsBase(pass);
+  const uint64_t version = pass.index() + 1;
+  const absl::Time start = absl::Now();
+  if (absl::Status s = Barrier(pass, "trained"); !s.ok()) return s;
+  uint64_t evicted = 0;
+  if (base) {
+    if (o_.rank == 0 && !pass.first()) {
+      absl::StatusOr<ShrinkTotals> shrunk = o_.ps->Shrink(
+          absl::Seconds(o_.config->cluster().wait_timeout_seconds()));
+      if (!shrunk.ok()) return shrunk.status();
+      evicted = shrunk->deleted_rows;
+      SAMPAN_LOG(INFO) << "pass " << pass.name() << ": lifecycle deleted "
+                       << shrunk->deleted_rows << " rows, " << shrunk->rows
+                       << " left";
+    }
+    if (absl::Status s = Barrier(pass, "shrunk"); !s.ok()) return s;
+    if (base_version_ > 0) {
+      absl::StatusOr<std::vector<uint64_t>> chain =
+          ChainKeys(root_, version - 1, o_.rank, trainers_);
+      if (!chain.ok()) return chain.status();
+      touched.insert(touched.end(), chain->begin(), chain->end());
+    }
+  }
+  const std::string staging = StagingDir(root_, version);
+  if (absl::Status s = WritePart(staging, std::move(touched)); !s.ok()) {
+    return s;
+  }
+  DenseModelState state;
+  if (o_.rank == 0) {
+    absl::StatusOr<DenseModelState> d = dense();
+    if (!d.ok()) return d.status();
+    state = std::move(*d);
+  }
+  if (absl::Status s = Barrier(pass, "exported"); !s.ok()) return s;
+  SAMPAN_LOG(INFO) << "trainer " << o_.rank << ": pass " << pass.name()
+                   << " exported for version " << version << " in "
+                   << absl::FormatDuration(absl::Now() - start)
+                   << " (training waited)";
+  prev_day_ = pass.day();
+  if (base) base_version_ = version;
+  if (o_.rank != 0) return coord::PassResult();
+  return Publish(pass, base, evicted, state);
+}
+
+absl::StatusOr<coord::PassResult> PassPublisher::Publish(
+    const coord::StreamPass& pass, bool base, uint64_t evicted,
+    const DenseModelState& dense) {
+  const uint64_t version = pass.index() + 1;
+  const std::string staging = StagingDir(root_, version);
+  absl::Status s = SaveDenseModel(DenseModelPath(staging), *o_.model, dense);
+  if (!s.ok()) return s;
+  std::vector<coord::PassScore> scores;
+  for (int r = 0; r < trainers_; ++r) {
+    absl::StatusOr<std::string> v = o_.coordinator->KvGet(
+        ScoreKey(pass.index(), r), /*wait=*/true,
+        absl::Seconds(o_.config->cluster().wait_timeout_seconds()));
+    if (!v.ok()) return v.status();
+    coord::PassScore score;
+    if (!score.ParseFromString(*v)) {
+      return absl::DataLossError(absl::StrCat("coordinator key ",
+                                              ScoreKey(pass.index(), r),
+                                              " is not a pass score"));
+    }
+    scores.push_back(std::move(score));
+  }
+  coord::PassResult r = MergePassScores(scores);
+  VersionInfo info;
+  info.version = version;
+  info.base = base;
+  info.base_version = base_version_;
+  info.pass = pass.name();
+  info.pass_index = pass.index();
+  info.marker_unix_seconds = pass.ready_unix_seconds();
+  ModelManifest manifest;
+  manifest.sparse_parts = trainers_;
+  s = PublishVersion(root_, *o_.config, manifest, info,
+                     o_.config->data().stream().keep_bases());
+  if (!s.ok()) return s;
+  r.set_index(pass.index());
+  r.set_name(pass.name());
+  r.set_version(version);
+  r.set_base(base);
+  r.set_freshness_seconds(NowSeconds() - pass.ready_unix_seconds());
+  r.set_rows_evicted(evicted);
+  SAMPAN_LOG(INFO) << absl::StrFormat(
+      "pass %s: progressive AUC %.4f logloss %.4f COPC %.3f on %d rows "
+      "(scored before training); version %d (%s) published %.1f s after "
+      "its marker",
+      pass.name(), r.auc(), r.logloss(), r.copc(), r.rows_scored(), version,
+      base ? "base" : "delta", r.freshness_seconds());
+  if (absl::Status a = AppendPassLine(r); !a.ok()) return a;
+  return r;
+}
+
+absl::Status PassPublisher::AppendPassLine(const coord::PassResult& r) {
+  const std::string path = absl::StrCat(o_.config->output_dir(), "/passes.tsv");
+  const bool header = r.index() == 0;
+  std::ofstream out(path, header ? std::ios::trunc : std::ios::app);
+  if (header) {
+    out << "pass\tname\trows_scored\tauc\tlogloss\tcopc\tversion\tkind\t"
+           "freshness_seconds\trows_evicted\n";
+  }
+  out << absl::StrFormat(
+      "%d\t%s\t%d\t%.6f\t%.6f\t%.4f\t%d\t%s\t%.2f\t%d\n", r.index(), r.name(),
+      r.rows_scored(), r.auc(), r.logloss(), r.copc(), r.version(),
+      r.base() ? "base" : "delta", r.freshness_seconds(), r.rows_evicted());
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace sampan
