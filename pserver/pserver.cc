@@ -2,11 +2,11 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -45,7 +45,7 @@ class PserverImpl final : public Pserver,
 
   void RefreshGauges() override {
     metrics_->queue_depth->Set(pull_pool_.queued() + push_pool_.queued());
-    absl::MutexLock lock(&gauges_mu_);
+    std::lock_guard<std::mutex> lock(gauges_mu_);
     // A shrink holds every shard lock of its table, for minutes when the
     // table is a large RocksDB one, and Stats waits for those locks; so
     // would the caller (sampan pserver's tick, which also heartbeats to the
@@ -307,12 +307,12 @@ class PserverImpl final : public Pserver,
     const uint32_t id = req.table_id();
     const absl::Time start = absl::Now();
     {
-      absl::MutexLock lock(&gauges_mu_);
+      std::lock_guard<std::mutex> lock(gauges_mu_);
       ++shrinks_running_;
     }
     const absl::StatusOr<ShrinkResult> shrunk = Table(id).Shrink();
     {
-      absl::MutexLock lock(&gauges_mu_);
+      std::lock_guard<std::mutex> lock(gauges_mu_);
       --shrinks_running_;
     }
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
@@ -420,9 +420,10 @@ class PserverImpl final : public Pserver,
   PserverMetrics* metrics_;
   // Shrinks in progress; RefreshGauges leaves the table gauges alone while
   // any is, and holds the mutex while it reads them, so that no shrink
-  // starts under it.
-  absl::Mutex gauges_mu_;
-  int shrinks_running_ ABSL_GUARDED_BY(gauges_mu_) = 0;
+  // starts under it. (std::mutex rather than absl::Mutex: Debian's Abseil
+  // is not built for ThreadSanitizer, which then cannot see it synchronize.)
+  std::mutex gauges_mu_;
+  int shrinks_running_ = 0;  // guarded by gauges_mu_
 };
 
 }  // namespace
