@@ -32,6 +32,7 @@
 #include "google/protobuf/text_format.h"
 #include "trainer/input_queue.h"
 #include "trainer/trainer.h"
+#include "trainer/warm_start.h"
 
 namespace sampan {
 namespace {
@@ -106,6 +107,10 @@ class Launcher {
         std::cerr << "error: " << s.message() << "\n";
         return 2;
       }
+    }
+    if (absl::Status s = CheckInitModel(config_); !s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
+      return 2;
     }
     if (!Prepare()) return 1;
     InstallSignalHandlers();

@@ -34,6 +34,7 @@
 #include "trainer/eval_job.h"
 #include "trainer/local_job.h"
 #include "trainer/trainer.h"
+#include "trainer/warm_start.h"
 
 namespace sampan {
 namespace {
@@ -273,6 +274,13 @@ int PserverMain(int argc, char** argv) {
     if (!table.ok()) return Fail(table.status());
     tables.push_back(std::move(*table));
   }
+  // Warm start: this pserver's shards of init_model, before it registers
+  // (trainers start once every pserver has).
+  if (absl::StatusOr<uint64_t> loaded =
+          LoadInitRows(inv.config, index, tables[0].get());
+      !loaded.ok()) {
+    return Fail(loaded.status());
+  }
   auto pserver = Pserver::Create(ps_options, std::move(tables));
 
   ServeOptions options;
@@ -357,6 +365,10 @@ int ValidateMain(int argc, char** argv) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
   if (!config.ok()) return ConfigError(config.status());
   if (absl::Status s = ValidateForRun(*config); !s.ok()) {
+    return ConfigError(
+        absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+  }
+  if (absl::Status s = CheckInitModel(*config); !s.ok()) {
     return ConfigError(
         absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
   }

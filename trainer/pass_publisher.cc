@@ -13,6 +13,7 @@
 #include "trainer/model_export.h"
 #include "trainer/model_version.h"
 #include "trainer/pass_score.h"
+#include "trainer/warm_start.h"
 
 namespace sampan {
 namespace {
@@ -125,9 +126,12 @@ absl::StatusOr<coord::PassResult> PassPublisher::EndPass(
                        << " left";
     }
     if (absl::Status s = Barrier(pass, "shrunk"); !s.ok()) return s;
-    if (base_version_ > 0) {
+    // Every key the table may hold: the previous chain's, or on the first
+    // pass of a warm-started job the init model's.
+    if (base_version_ > 0 || !o_.config->init_model().empty()) {
       absl::StatusOr<std::vector<uint64_t>> chain =
-          ChainKeys(root_, version - 1, o_.rank, trainers_);
+          base_version_ > 0 ? ChainKeys(root_, version - 1, o_.rank, trainers_)
+                            : InitModelKeys(*o_.config, o_.rank, trainers_);
       if (!chain.ok()) return chain.status();
       touched.insert(touched.end(), chain->begin(), chain->end());
     }

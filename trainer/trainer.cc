@@ -43,6 +43,7 @@
 #include "trainer/rare_count.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
+#include "trainer/warm_start.h"
 
 namespace sampan {
 namespace {
@@ -476,6 +477,13 @@ class Trainer : public StepObserver {
     if (!dense_path_.empty()) {
       absl::StatusOr<DenseModelState> loaded =
           LoadDenseModel(dense_path_, *model_);
+      if (!loaded.ok()) return loaded.status();
+      initial = std::move(*loaded);
+      h.initial = &initial;
+    } else if (!config_.init_model().empty()) {
+      // Warm start: the model's dense weights and optimizer state (every
+      // rank reads them, as a resume reads its checkpoint's).
+      absl::StatusOr<DenseModelState> loaded = LoadInitDense(config_, *model_);
       if (!loaded.ok()) return loaded.status();
       initial = std::move(*loaded);
       h.initial = &initial;

@@ -1,0 +1,159 @@
+#include "trainer/warm_start.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "sparse_table/job_options.h"
+#include "trainer/model_version.h"
+
+namespace sampan {
+namespace {
+
+absl::Status Named(const JobConfig& config, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("init_model ", config.init_model(),
+                                             ": ", s.message()));
+}
+
+template <typename T>
+std::string Join(const T& values) {
+  return absl::StrCat("[", absl::StrJoin(values, ", "), "]");
+}
+
+// What makes two jobs' models the same model: the field and both values of
+// each difference.
+std::vector<std::string> ShapeDifferences(const JobConfig& model,
+                                          const JobConfig& job) {
+  std::vector<std::string> d;
+  auto differ = [&d](const char* field, const std::string& was,
+                     const std::string& is) {
+    if (was != is) {
+      d.push_back(absl::StrCat(field, " is ", was, " there, ", is, " here"));
+    }
+  };
+  const ModelConfig& a = model.model();
+  const ModelConfig& b = job.model();
+  differ("model.type", ModelType_Name(a.type()), ModelType_Name(b.type()));
+  differ("model.embedding_dim", absl::StrCat(a.embedding_dim()),
+         absl::StrCat(b.embedding_dim()));
+  differ("model.field_embedding_dims", Join(a.field_embedding_dims()),
+         Join(b.field_embedding_dims()));
+  differ("model.hidden", Join(a.hidden()), Join(b.hidden()));
+  differ("model.cross_layers", absl::StrCat(a.cross_layers()),
+         absl::StrCat(b.cross_layers()));
+  differ("model.num_fields", absl::StrCat(a.num_fields()),
+         absl::StrCat(b.num_fields()));
+  const DataConfig& x = model.data();
+  const DataConfig& y = job.data();
+  differ("data.format", DataFormat_Name(x.format()),
+         DataFormat_Name(y.format()));
+  differ("data.integer_features",
+         DataConfig::IntegerFeatures_Name(x.integer_features()),
+         DataConfig::IntegerFeatures_Name(y.integer_features()));
+  differ("data.empty_field_signs", x.empty_field_signs() ? "true" : "false",
+         y.empty_field_signs() ? "true" : "false");
+  differ("data.min_feature_count", absl::StrCat(x.min_feature_count()),
+         absl::StrCat(y.min_feature_count()));
+  return d;
+}
+
+}  // namespace
+
+absl::Status CheckInitModel(const JobConfig& config) {
+  if (config.init_model().empty()) return absl::OkStatus();
+  if (HasDenseTable(config)) {
+    return Named(config,
+                 absl::InvalidArgumentError(
+                     "a job with the pservers' dense table (model.mode "
+                     "ASYNC, or LR/FM with dense inputs) cannot warm start "
+                     "yet"));
+  }
+  absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
+  if (!m.ok()) return Named(config, m.status());
+  const std::vector<std::string> d = ShapeDifferences(m->config, config);
+  if (!d.empty()) {
+    return Named(config, absl::InvalidArgumentError(
+                             absl::StrCat("another model than this job's: ",
+                                          absl::StrJoin(d, "; "))));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
+                                      SparseTable* table) {
+  if (config.init_model().empty()) return 0;
+  if (table->Stats().rows > 0) {
+    SAMPAN_LOG(INFO) << "pserver " << index
+                     << ": the table has rows already; init_model "
+                     << config.init_model() << " not loaded again";
+    return 0;
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
+  if (!m.ok()) return Named(config, m.status());
+  const SparseRows& rows = m->sparse;
+  if (rows.row_dim != static_cast<int>(table->pull_dim())) {
+    return Named(config, absl::InvalidArgumentError(
+                             absl::StrCat("rows of ", rows.row_dim,
+                                          " floats, the table "
+                                          "pulls ",
+                                          table->pull_dim())));
+  }
+  const uint32_t shards = config.table().num_shards();
+  const uint32_t pservers = config.cluster().num_pservers();
+  std::vector<uint64_t> keys;
+  std::vector<float> values;
+  for (const auto& [key, row] : rows.index) {
+    if (PserverOfShard(ShardOf(key, shards), pservers) !=
+        static_cast<uint32_t>(index)) {
+      continue;
+    }
+    keys.push_back(key);
+    const float* r = &rows.rows[size_t{row} * rows.row_dim];
+    values.insert(values.end(), r, r + rows.row_dim);
+  }
+  const absl::Time read = absl::Now();
+  if (absl::Status s = table->BulkLoad(keys, values.data()); !s.ok()) {
+    return Named(config, s);
+  }
+  const double load_s = absl::ToDoubleSeconds(absl::Now() - read);
+  SAMPAN_LOG(INFO) << "pserver " << index << ": warm start from "
+                   << DescribeModel(*m) << ": " << keys.size() << " of "
+                   << rows.index.size() << " rows (its shards) loaded in "
+                   << load_s << " s ("
+                   << (load_s > 0 ? keys.size() / load_s : 0)
+                   << " rows/s), read in "
+                   << absl::ToDoubleSeconds(read - start) << " s";
+  return keys.size();
+}
+
+absl::StatusOr<std::vector<uint64_t>> InitModelKeys(const JobConfig& config,
+                                                    int part, int parts) {
+  std::vector<uint64_t> keys;
+  if (config.init_model().empty()) return keys;
+  absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
+  if (!m.ok()) return Named(config, m.status());
+  for (const auto& entry : m->sparse.index) {
+    if (entry.first % parts == static_cast<uint64_t>(part)) {
+      keys.push_back(entry.first);
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+absl::StatusOr<DenseModelState> LoadInitDense(const JobConfig& config,
+                                              const CtrModel& model) {
+  absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
+  if (!m.ok()) return Named(config, m.status());
+  absl::StatusOr<DenseModelState> d =
+      LoadDenseModel(DenseModelPath(m->dir), model);
+  if (!d.ok()) return Named(config, d.status());
+  return d;
+}
+
+}  // namespace sampan

@@ -1,0 +1,51 @@
+// Warm start (JobConfig.init_model): a job starts from a model an earlier
+// job trained, a published version (trainer/model_version.h) or a batch
+// job's export (trainer/model_export.h), instead of from fresh rows.
+//
+// Promises:
+//  - CheckInitModel reads the whole model once (every file of a version's
+//    chain checked against its manifest) and compares its shape with the
+//    job's; a model that cannot be read or is another model is an error
+//    naming init_model and what differs, found before anything starts.
+//  - LoadInitRows gives pserver `index` exactly the rows of its own shards
+//    (common/hash.h), [w, v] as the model holds them, in one BulkLoad
+//    (RocksDB: one ingested SST file; statistics and optimizer state start
+//    fresh), and only into an empty table: a restarted pserver or a resumed
+//    job keeps the rows it trained.
+#ifndef SAMPAN_TRAINER_WARM_START_H_
+#define SAMPAN_TRAINER_WARM_START_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/job.pb.h"
+#include "sparse_table/sparse_table.h"
+#include "trainer/model/ctr_model.h"
+#include "trainer/model/model_io.h"
+
+namespace sampan {
+
+// OK without init_model. InvalidArgument ("init_model DIR: ...") for a
+// model of another shape or a job that cannot warm start yet; the read's
+// error (NotFound, DataLoss) with init_model named otherwise.
+absl::Status CheckInitModel(const JobConfig& config);
+
+// Rows loaded (0 when the table had rows already or without init_model).
+absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
+                                      SparseTable* table);
+
+// The init model's keys with key % parts == part, sorted: what the first
+// base of a warm-started stream holds besides the keys it trained.
+absl::StatusOr<std::vector<uint64_t>> InitModelKeys(const JobConfig& config,
+                                                    int part, int parts);
+
+// The init model's dense weights and optimizer state, for `model`.
+absl::StatusOr<DenseModelState> LoadInitDense(const JobConfig& config,
+                                              const CtrModel& model);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_TRAINER_WARM_START_H_
