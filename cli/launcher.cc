@@ -26,6 +26,7 @@
 #include "cli/progress.h"
 #include "cli/resume.h"
 #include "cli/synthetic_data.h"
+#include "common/config.h"
 #include "common/security.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
@@ -205,8 +206,7 @@ class Launcher {
       child.port_file = port_file;
       child.restarts_left = durable ? config_.cluster().max_restarts() : 0;
     }
-    const bool checkpoints = config_.checkpoint().every_steps() > 0 ||
-                             config_.checkpoint().every_seconds() > 0;
+    const bool checkpoints = TakesCheckpoints(config_);
     for (uint32_t r = 0; r < config_.cluster().num_trainers(); ++r) {
       std::vector<std::string> args = {"trainer", "--config=" + config_path_,
                                        absl::StrCat("--rank=", r),
@@ -276,7 +276,11 @@ class Launcher {
     if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == kTrainerDataErrorExit) {
       return false;
     }
-    if (deep_) return RegroupTrainers();
+    // A stream's trainers meet at every pass end: one restarted alone
+    // would wait at barriers the others passed long ago.
+    if (deep_ || !config_.data().stream().root().empty()) {
+      return RegroupTrainers();
+    }
     // A trainer that exits with an error (bad data, a refused push) would
     // meet the same error again; only a crash is worth a restart.
     if (!WIFSIGNALED(c.status)) return false;

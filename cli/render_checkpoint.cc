@@ -1,13 +1,9 @@
 #include "cli/render_checkpoint.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/config.h"
 
 namespace sampan {
-
-bool TakesCheckpoints(const JobConfig& job) {
-  return job.checkpoint().every_steps() > 0 ||
-         job.checkpoint().every_seconds() > 0;
-}
 
 absl::StatusOr<CheckpointVolume> ResolveCheckpointVolume(
     const JobConfig& job, const std::string& name) {
@@ -22,7 +18,8 @@ absl::StatusOr<CheckpointVolume> ResolveCheckpointVolume(
   if (k.checkpoint_claim().empty() && k.checkpoint_storage().empty()) {
     return absl::InvalidArgumentError(
         "kubernetes.checkpoint_claim or kubernetes.checkpoint_storage: the "
-        "job takes checkpoints (checkpoint.every_steps/every_seconds), which "
+        "job takes checkpoints "
+        "(checkpoint.every_steps/every_seconds/every_passes), which "
         "the coordinator, every pserver and every trainer write to and read "
         "back from one directory; on Kubernetes that needs a shared "
         "ReadWriteMany volume: name an existing PersistentVolumeClaim "

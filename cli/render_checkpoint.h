@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/render_yaml.h"
+#include "common/config.h"  // TakesCheckpoints
 #include "proto/job.pb.h"
 
 namespace sampan {
@@ -29,10 +30,6 @@ struct CheckpointVolume {
   bool render_claim =
       false;  // render creates it (kubernetes.checkpoint_storage)
 };
-
-// True when the job takes checkpoints (checkpoint.every_steps or
-// every_seconds set).
-bool TakesCheckpoints(const JobConfig& job);
 
 // The volume for a job whose Kubernetes name is `name`. InvalidArgument,
 // naming the fields, when the job checkpoints but has neither

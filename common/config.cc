@@ -589,13 +589,23 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
 
 // Checkpoints snapshot the pservers' RocksDB databases; a memory table has
 // nothing to snapshot from outside the process.
+bool TakesCheckpoints(const JobConfig& config) {
+  const CheckpointConfig& c = config.checkpoint();
+  return c.every_steps() > 0 || c.every_seconds() > 0 || c.every_passes() > 0;
+}
+
 absl::Status ValidateCheckpoint(const JobConfig& config) {
   const CheckpointConfig& c = config.checkpoint();
-  const bool on = c.every_steps() > 0 || c.every_seconds() > 0;
+  const bool on = TakesCheckpoints(config);
   return FirstError({
       NonNegative("checkpoint.every_seconds", c.every_seconds()),
       AtLeast("checkpoint.keep", c.keep(), 1),
       Positive("checkpoint.timeout_seconds", c.timeout_seconds()),
+      c.every_passes() > 0 && config.data().stream().root().empty()
+          ? Invalid("checkpoint.every_passes",
+                    "needs data.stream (a batch job is one pass: use "
+                    "every_steps or every_seconds)")
+          : absl::OkStatus(),
       on && config.table().backend() != ROCKSDB
           ? Invalid("checkpoint",
                     "needs table.backend: ROCKSDB (a memory table cannot "
@@ -673,9 +683,10 @@ absl::Status ValidateStreamForRun(const JobConfig& config) {
                     "not with data.stream yet (passes are read in order)")
           : absl::OkStatus(),
       c.every_steps() > 0 || c.every_seconds() > 0
-          ? Invalid("checkpoint",
-                    "not with data.stream yet: a stream job publishes a "
-                    "model version after every pass instead")
+          ? Invalid(c.every_steps() > 0 ? "checkpoint.every_steps"
+                                        : "checkpoint.every_seconds",
+                    "not with data.stream: a stream job checkpoints at pass "
+                    "ends (checkpoint.every_passes)")
           : absl::OkStatus(),
   });
 }

@@ -37,6 +37,10 @@ absl::Status ValidateJobConfig(const JobConfig& config);
 // field, so that the job is refused before anything starts.
 absl::Status ValidateForRun(const JobConfig& config);
 
+// Whether the job takes checkpoints (checkpoint.every_steps, every_seconds
+// or, for a data.stream, every_passes).
+bool TakesCheckpoints(const JobConfig& config);
+
 // What `sampan train-local` refuses of what ValidateJobConfig accepts (a
 // data.stream), naming the field.
 absl::Status ValidateForTrainLocal(const JobConfig& config);

@@ -133,7 +133,7 @@ TEST(ConfigTest, UnknownTopLevelKey) {
   EXPECT_EQ(ParseError("name: x\nfoo: 1\n"),
             "job.yaml:2: foo: unknown field \"foo\" (expected one of: name, "
             "cluster, model, table, data, output_dir, "
-            "progress_interval_seconds, checkpoint, kubernetes)");
+            "progress_interval_seconds, checkpoint, init_model, kubernetes)");
 }
 
 // Checkpoints snapshot RocksDB; a memory table is refused before anything
@@ -474,6 +474,18 @@ TEST(ConfigTest, StreamRules) {
               StartsWith("model.mode: "));
   deep.mutable_model()->set_mode(ModelConfig::ASYNC);
   EXPECT_TRUE(ValidateForRun(deep).ok());
+  JobConfig ckpt = *config;
+  ckpt.mutable_table()->set_backend(ROCKSDB);
+  ckpt.mutable_checkpoint()->set_every_steps(100);
+  EXPECT_THAT(std::string(ValidateForRun(ckpt).message()),
+              StartsWith("checkpoint.every_steps: "));
+  ckpt.mutable_checkpoint()->set_every_steps(0);
+  ckpt.mutable_checkpoint()->set_every_passes(1);
+  EXPECT_TRUE(ValidateJobConfig(ckpt).ok());
+  EXPECT_TRUE(ValidateForRun(ckpt).ok());
+  EXPECT_TRUE(TakesCheckpoints(ckpt));
+  EXPECT_THAT(ParseError("checkpoint: {every_passes: 1}\n"),
+              HasSubstr("checkpoint.every_passes: needs data.stream"));
   JobConfig epochs = *config;
   epochs.mutable_data()->set_epochs(2);
   EXPECT_THAT(std::string(ValidateForRun(epochs).message()),

@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/pass_pattern.h"
 #include "trainer/model_export.h"
 #include "trainer/model_version.h"
 #include "trainer/pass_score.h"
@@ -18,8 +21,8 @@
 namespace sampan {
 namespace {
 
-std::string ScoreKey(uint64_t pass, int rank) {
-  return absl::StrCat("stream/score/", pass, "/", rank);
+std::string ScoreKey(uint64_t generation, uint64_t pass, int rank) {
+  return absl::StrCat("stream/g", generation, "/score/", pass, "/", rank);
 }
 
 double NowSeconds() { return absl::ToUnixMicros(absl::Now()) * 1e-6; }
@@ -43,8 +46,9 @@ bool PassPublisher::IsBase(const coord::StreamPass& pass) const {
 
 absl::Status PassPublisher::Barrier(const coord::StreamPass& pass,
                                     const char* what) {
-  return o_.coordinator->Barrier(absl::StrCat("pass-", pass.index(), "-", what),
-                                 trainers_, o_.rank);
+  return o_.coordinator->Barrier(
+      absl::StrCat("g", o_.generation, "/pass-", pass.index(), "-", what),
+      trainers_, o_.rank);
 }
 
 absl::Status PassPublisher::BeginPass(const coord::StreamPass& pass) {
@@ -67,7 +71,7 @@ absl::Status PassPublisher::BeginPass(const coord::StreamPass& pass) {
 
 absl::Status PassPublisher::PutScore(const coord::StreamPass& pass,
                                      const coord::PassScore& score) {
-  return o_.coordinator->KvPut(ScoreKey(pass.index(), o_.rank),
+  return o_.coordinator->KvPut(ScoreKey(o_.generation, pass.index(), o_.rank),
                                score.SerializeAsString());
 }
 
@@ -167,14 +171,14 @@ absl::StatusOr<coord::PassResult> PassPublisher::Publish(
   std::vector<coord::PassScore> scores;
   for (int r = 0; r < trainers_; ++r) {
     absl::StatusOr<std::string> v = o_.coordinator->KvGet(
-        ScoreKey(pass.index(), r), /*wait=*/true,
+        ScoreKey(o_.generation, pass.index(), r), /*wait=*/true,
         absl::Seconds(o_.config->cluster().wait_timeout_seconds()));
     if (!v.ok()) return v.status();
     coord::PassScore score;
     if (!score.ParseFromString(*v)) {
-      return absl::DataLossError(absl::StrCat("coordinator key ",
-                                              ScoreKey(pass.index(), r),
-                                              " is not a pass score"));
+      return absl::DataLossError(absl::StrCat(
+          "coordinator key ", ScoreKey(o_.generation, pass.index(), r),
+          " is not a pass score"));
     }
     scores.push_back(std::move(score));
   }
@@ -207,8 +211,87 @@ absl::StatusOr<coord::PassResult> PassPublisher::Publish(
   return r;
 }
 
+std::string PassPublisher::PassesPath() const {
+  return absl::StrCat(o_.config->output_dir(), "/passes.tsv");
+}
+
+absl::Status PassPublisher::Resume(uint64_t next_index,
+                                   const std::string& last_pass) {
+  if (next_index == 0) return absl::OkStatus();
+  // Version next_index was published after pass next_index - 1, before the
+  // checkpoint was taken.
+  absl::StatusOr<std::vector<VersionManifest>> versions = ListVersions(root_);
+  if (!versions.ok()) return versions.status();
+  for (const VersionManifest& v : *versions) {
+    if (v.version() == next_index) base_version_ = v.base_version();
+  }
+  if (base_version_ == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("resuming after pass ", last_pass, ": version ",
+                     next_index, " is not published in ", root_));
+  }
+  absl::StatusOr<PassPattern> pattern =
+      PassPattern::Compile(o_.config->data().stream().pattern());
+  if (!pattern.ok()) return pattern.status();
+  if (std::optional<PassTime> t = pattern->Match(last_pass)) prev_day_ = t->day;
+  if (o_.rank != 0) return absl::OkStatus();
+  // passes.tsv: the passes up to the checkpoint only.
+  std::ifstream in(PassesPath());
+  std::string kept, line;
+  for (int n = 0; std::getline(in, line); ++n) {
+    if (n > 0 && std::strtoull(line.c_str(), nullptr, 10) >= next_index) break;
+    kept += line + "\n";
+  }
+  in.close();
+  std::ofstream out(PassesPath(), std::ios::trunc);
+  out << kept;
+  out.close();
+  if (!out)
+    return absl::InternalError(absl::StrCat("cannot write ", PassesPath()));
+  SAMPAN_LOG(INFO) << "stream resumes after pass " << last_pass
+                   << "; the next delta builds on base v" << base_version_;
+  return absl::OkStatus();
+}
+
+absl::Status PassPublisher::WriteResult(const std::string& path,
+                                        bool append) const {
+  std::ifstream in(PassesPath());
+  std::string line;
+  std::getline(in, line);  // header
+  int passes = 0, scored = 0;
+  double auc_sum = 0;
+  std::vector<std::string> last;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    if (f.size() < 10) continue;
+    ++passes;
+    if (std::strtoull(f[2].c_str(), nullptr, 10) > 0) {
+      auc_sum += std::strtod(f[3].c_str(), nullptr);
+      ++scored;
+    }
+    last = std::move(f);
+  }
+  std::string text = absl::StrCat("passes=", passes, "\n");
+  if (scored > 0) {
+    absl::StrAppend(&text, absl::StrFormat("progressive_auc_mean=%.6f\n",
+                                           auc_sum / scored));
+  }
+  if (!last.empty()) {
+    absl::StrAppend(&text, "last_pass=", last[1], "\n",
+                    "last_version=", last[6], "\n",
+                    "last_progressive_auc=", last[3], "\n",
+                    "last_progressive_logloss=", last[4], "\n",
+                    "last_progressive_copc=", last[5], "\n");
+  }
+  std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
 absl::Status PassPublisher::AppendPassLine(const coord::PassResult& r) {
-  const std::string path = absl::StrCat(o_.config->output_dir(), "/passes.tsv");
+  const std::string path = PassesPath();
   const bool header = r.index() == 0;
   std::ofstream out(path, header ? std::ios::trunc : std::ios::app);
   if (header) {

@@ -48,11 +48,19 @@ struct PassPublisherOptions {
   CoordinatorClient* coordinator = nullptr;
   PsClient* ps = nullptr;  // the sparse table's
   const CtrModel* model = nullptr;
+  // The trainers' collective generation: barriers and keys are its own.
+  uint64_t generation = 0;
 };
 
 class PassPublisher {
  public:
   explicit PassPublisher(const PassPublisherOptions& options);
+
+  // A stream resumed from a checkpoint taken after pass `last_pass` (index
+  // next_index - 1): the versions published up to it tell which base the
+  // next delta builds on; rank 0 drops passes.tsv's lines of later passes
+  // (they are trained and published again).
+  absl::Status Resume(uint64_t next_index, const std::string& last_pass);
 
   // Before `pass` is trained: rank 0 empties the version's staging dir (the
   // others write into it only after the first barrier).
@@ -70,6 +78,11 @@ class PassPublisher {
       const coord::StreamPass& pass, std::vector<uint64_t> touched,
       const std::function<absl::StatusOr<DenseModelState>()>& dense);
 
+  // Rank 0, at the end: result.txt's stream lines (passes, the mean and the
+  // last pass's progressive figures, the last version), from passes.tsv;
+  // appended to `path` or replacing it.
+  absl::Status WriteResult(const std::string& path, bool append) const;
+
  private:
   bool IsBase(const coord::StreamPass& pass) const;
   absl::Status Barrier(const coord::StreamPass& pass, const char* what);
@@ -80,6 +93,7 @@ class PassPublisher {
                                             bool base, uint64_t evicted,
                                             const DenseModelState& dense);
   absl::Status AppendPassLine(const coord::PassResult& r);
+  std::string PassesPath() const;
 
   const PassPublisherOptions o_;
   const std::string root_;

@@ -6,13 +6,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/pass_pattern.h"
 #include "trainer/data/pass_catalog.h"
 
 namespace sampan {
 namespace {
 
-std::string PassKey(uint64_t index) {
-  return absl::StrCat("stream/pass/", index);
+std::string PassKey(uint64_t generation, uint64_t index) {
+  return absl::StrCat("stream/g", generation, "/pass/", index);
 }
 
 double NowSeconds() { return absl::ToUnixMicros(absl::Now()) * 1e-6; }
@@ -36,8 +37,23 @@ JobConfig PassConfig(const JobConfig& config, const coord::StreamPass& pass) {
 
 PassSchedule::PassSchedule(const JobConfig& config, int rank,
                            CoordinatorClient* coordinator,
-                           const std::atomic<bool>* stop)
-    : config_(config), rank_(rank), coordinator_(coordinator), stop_(stop) {}
+                           const std::atomic<bool>* stop,
+                           const PassScheduleStart& start)
+    : config_(config),
+      rank_(rank),
+      coordinator_(coordinator),
+      stop_(stop),
+      generation_(start.generation),
+      next_index_(start.next_index),
+      last_(start.last_pass) {
+  if (start.last_pass.empty()) return;
+  absl::StatusOr<PassPattern> pattern =
+      PassPattern::Compile(config.data().stream().pattern());
+  if (!pattern.ok()) return;  // validated: cannot happen
+  if (std::optional<PassTime> t = pattern->Match(start.last_pass)) {
+    last_time_ = t->time;
+  }
+}
 
 std::string PassSchedule::last() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -127,8 +143,8 @@ absl::StatusOr<coord::StreamPass> PassSchedule::PickNext() {
     if (!Sleep(sleep)) return absl::CancelledError("stopped");
   }
   if (pass.name().empty()) pass.set_end(true);
-  if (absl::Status put =
-          coordinator_->KvPut(PassKey(pass.index()), pass.SerializeAsString());
+  if (absl::Status put = coordinator_->KvPut(PassKey(generation_, pass.index()),
+                                             pass.SerializeAsString());
       !put.ok()) {
     return put;
   }
@@ -136,7 +152,7 @@ absl::StatusOr<coord::StreamPass> PassSchedule::PickNext() {
 }
 
 absl::StatusOr<coord::StreamPass> PassSchedule::ReadNext() {
-  const std::string key = PassKey(next_index_);
+  const std::string key = PassKey(generation_, next_index_);
   const double started = NowSeconds();
   while (true) {
     if (stop_->load()) return absl::CancelledError("stopped");

@@ -41,12 +41,23 @@ bool IsStreamJob(const JobConfig& config);
 // one epoch (a batch job's pass is the config itself).
 JobConfig PassConfig(const JobConfig& config, const coord::StreamPass& pass);
 
+// Where a schedule starts: a stream resumed from a checkpoint goes on at
+// pass `next_index`, after `last_pass`. The coordinator's keys are the
+// trainers' collective generation's own ("stream/g<generation>/..."): a
+// regrouped set of trainers hands out its passes afresh.
+struct PassScheduleStart {
+  uint64_t generation = 0;
+  uint64_t next_index = 0;
+  std::string last_pass;
+};
+
 class PassSchedule {
  public:
   // `coordinator` and `stop` (stop waiting: the trainer is failing) must
   // outlive the schedule.
   PassSchedule(const JobConfig& config, int rank,
-               CoordinatorClient* coordinator, const std::atomic<bool>* stop);
+               CoordinatorClient* coordinator, const std::atomic<bool>* stop,
+               const PassScheduleStart& start = PassScheduleStart());
 
   // The next pass, or one with `end` set when there is none. Cancelled when
   // stopped while waiting; errors of listing the root or of the
@@ -68,6 +79,7 @@ class PassSchedule {
   const int rank_;
   CoordinatorClient* const coordinator_;
   const std::atomic<bool>* const stop_;
+  const uint64_t generation_;
   uint64_t next_index_ = 0;
   std::optional<absl::CivilMinute> last_time_;
   std::set<std::string> skipped_;  // late passes already warned about

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/config.h"
 #include "common/log.h"
 #include "common/security.h"
 #include "coordinator/checkpoint_store.h"
@@ -91,8 +92,7 @@ class Trainer : public StepObserver {
         start_(start != nullptr ? std::optional<coord::DataPosition>(*start)
                                 : std::nullopt),
         sync_(config.model().mode() == ModelConfig::SYNC),
-        checkpoints_(config.checkpoint().every_steps() > 0 ||
-                     config.checkpoint().every_seconds() > 0),
+        checkpoints_(TakesCheckpoints(config)),
         gate_(config.checkpoint().every_steps(), start ? start->steps() : 0,
               [this](uint64_t epoch, bool missed) {
                 return TakeCheckpoint(epoch, missed);
@@ -114,7 +114,18 @@ class Trainer : public StepObserver {
       status = SetUpDense(o->dense);
     }
     // The passes: a batch job's one, or a stream's as they become ready.
-    PassSchedule schedule(config_, rank_, &coordinator_, &failed_);
+    // A stream resumed from a checkpoint goes on after its last pass.
+    PassScheduleStart resume;
+    resume.generation = generation_;
+    if (start_.has_value() && IsStreamJob(config_)) {
+      resume.next_index = start_->pass_index();
+      resume.last_pass = start_->pass_name();
+      start_.reset();
+      if (status.ok() && publisher_ != nullptr) {
+        status = publisher_->Resume(resume.next_index, resume.last_pass);
+      }
+    }
+    PassSchedule schedule(config_, rank_, &coordinator_, &failed_, resume);
     schedule_ = &schedule;
     while (status.ok()) {
       absl::StatusOr<coord::StreamPass> pass = schedule.Next();
@@ -124,7 +135,9 @@ class Trainer : public StepObserver {
     }
     schedule_ = nullptr;
     if (status.ok()) status = FinishDense();
-    if (status.ok() && checkpoints_) ArriveFinished();
+    if (status.ok() && checkpoints_ && !IsStreamJob(config_)) {
+      ArriveFinished();
+    }
     Fail(status);
     if (status.ok()) {
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
@@ -139,7 +152,9 @@ class Trainer : public StepObserver {
       status = Evaluate();
     }
     if (status.ok() && rank_ == 0 && IsStreamJob(config_)) {
-      status = WriteStreamResult();
+      // Appended to the test metrics when Evaluate wrote them.
+      status = publisher_->WriteResult(ResultPath(config_),
+                                       !TestPartsOf(config_).empty());
     }
     finished_.store(true);
     stop_.Notify();
@@ -226,6 +241,7 @@ class Trainer : public StepObserver {
       p.coordinator = &coordinator_;
       p.ps = ps_.get();
       p.model = model_.get();
+      p.generation = generation_;
       publisher_ = std::make_unique<PassPublisher>(p);
     }
     return absl::OkStatus();
@@ -238,6 +254,7 @@ class Trainer : public StepObserver {
   absl::Status RunPass(const coord::StreamPass& pass) {
     auto pass_config =
         std::make_shared<const JobConfig>(PassConfig(config_, pass));
+    // A batch job's resume starts at its checkpoint's position.
     auto input = std::make_shared<InputQueue>(
         *pass_config, rank_, start_.has_value() ? &*start_ : nullptr);
     start_.reset();
@@ -294,13 +311,49 @@ class Trainer : public StepObserver {
     absl::StatusOr<coord::PassResult> r = publisher_->EndPass(
         pass, std::move(touched), [this] { return DenseStateNow(); });
     if (!r.ok()) return r.status();
-    absl::MutexLock lock(&mu_);
-    ++passes_done_;
-    if (rank_ == 0) {
-      r->set_examples(examples_);
-      results_.push_back(*r);
+    {
+      absl::MutexLock lock(&mu_);
+      ++passes_done_;
+      if (rank_ == 0) {
+        r->set_examples(examples_);
+        last_result_ = *r;
+      }
+    }
+    const uint32_t every = config_.checkpoint().every_passes();
+    if (every > 0 && (pass.index() + 1) % every == 0) {
+      ArriveAtPassEnd(pass);
     }
     return absl::OkStatus();
+  }
+
+  // checkpoint.every_passes: every rank arrives once the pass is published
+  // (rank 0 publishes before it arrives), so the checkpoint holds the tables
+  // as the pass left them; a resume goes on with the next pass. A
+  // checkpoint that fails is logged; the stream goes on.
+  void ArriveAtPassEnd(const coord::StreamPass& pass) {
+    coord::CheckpointArriveRequest req;
+    coord::DataPosition* p = req.mutable_position();
+    p->set_rank(rank_);
+    p->set_pass_index(pass.index() + 1);
+    p->set_pass_name(pass.name());
+    p->set_steps(gate_.steps());
+    {
+      absl::MutexLock lock(&mu_);
+      p->set_rows(examples_);
+    }
+    absl::StatusOr<coord::CheckpointArriveResponse> resp =
+        coordinator_.CheckpointArrive(
+            req, Seconds(config_.checkpoint().timeout_seconds() +
+                         2 * config_.cluster().rpc_deadline_seconds()));
+    if (!resp.ok() || !resp->completed()) {
+      SAMPAN_LOG(WARNING) << "trainer " << rank_ << ": checkpoint after pass "
+                          << pass.name() << " not taken: "
+                          << (resp.ok() ? resp->reason()
+                                        : std::string(resp.status().message()));
+      return;
+    }
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": checkpoint " << resp->epoch()
+                     << " taken after pass " << pass.name();
   }
 
   // Progressive validation: this rank's share of `pass`, scored by the
@@ -342,45 +395,6 @@ class Trainer : public StepObserver {
     absl::StatusOr<uint64_t> hash = dense_->Finish();
     if (!hash.ok()) return hash.status();
     return WriteDenseHash(*hash);
-  }
-
-  // result.txt of a stream: the passes trained and the last one's figures
-  // (with the test metrics when data.test_files were scored).
-  absl::Status WriteStreamResult() {
-    std::vector<coord::PassResult> results;
-    {
-      absl::MutexLock lock(&mu_);
-      results = results_;
-    }
-    std::string text = absl::StrCat("passes=", results.size(), "\n");
-    double auc_sum = 0;
-    uint64_t scored = 0;
-    for (const coord::PassResult& r : results) {
-      if (r.rows_scored() == 0) continue;
-      auc_sum += r.auc();
-      ++scored;
-    }
-    if (scored > 0) {
-      absl::StrAppend(&text, "progressive_auc_mean=",
-                      absl::StrFormat("%.6f", auc_sum / scored), "\n");
-    }
-    if (!results.empty()) {
-      const coord::PassResult& r = results.back();
-      absl::StrAppend(&text, "last_pass=", r.name(), "\n",
-                      "last_version=", r.version(), "\n",
-                      absl::StrFormat("last_progressive_auc=%.6f\n"
-                                      "last_progressive_logloss=%.6f\n"
-                                      "last_progressive_copc=%.4f\n",
-                                      r.auc(), r.logloss(), r.copc()));
-    }
-    const std::string path = ResultPath(config_);
-    // Appended to the test metrics when Evaluate wrote them.
-    std::ofstream out(
-        path, TestPartsOf(config_).empty() ? std::ios::trunc : std::ios::app);
-    out << text;
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-    return absl::OkStatus();
   }
 
   // Runs while no batch is in flight (CheckpointGate): makes every push
@@ -647,7 +661,7 @@ class Trainer : public StepObserver {
       p->set_loss_sum(loss_sum_);
       p->set_train_auc(auc_.Auc());
       p->set_passes_done(passes_done_);
-      if (!results_.empty()) *p->mutable_last_result() = results_.back();
+      if (last_result_.has_value()) *p->mutable_last_result() = *last_result_;
     }
     coord::HeartbeatResponse resp;
     absl::Status s = coordinator_.Heartbeat(req, &resp);
@@ -709,7 +723,7 @@ class Trainer : public StepObserver {
   // data.stream: keys pushed in the pass; passes done; rank 0's figures.
   absl::flat_hash_set<uint64_t> touched_ ABSL_GUARDED_BY(mu_);
   uint64_t passes_done_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<coord::PassResult> results_ ABSL_GUARDED_BY(mu_);
+  std::optional<coord::PassResult> last_result_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
