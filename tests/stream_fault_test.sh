@@ -66,36 +66,33 @@ check_stream() {  # job what
   [ -z "$(leftover "$1")" ] || fail "$2: processes left: $(leftover "$1")"
 }
 
-# 1. A trainer.
-job="$TMP/trainer-kill"
-write_config "$job"
-"$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 &
-pid=$!
-if wait_version "$job" v-000003 $pid; then
-  sleep 0.$((RANDOM % 4))
-  pkill -9 -f -- "trainer --config=$job/.*--rank=1" && pass "SIGKILL trainer 1 after v-000003"
-fi
-wait $pid; rc=$?
-[ $rc -eq 0 ] && grep -q "trainer restart" "$job.out" \
-  && pass "the stream finished after a trainer SIGKILL (all trainers restarted)" \
-  || fail "trainer kill: exit $rc: $(tail -3 "$job.out")"
-check_stream "$job" "trainer kill"
+# SIGKILLs the process matching $3 of job $1 once version $4 is out; the
+# job must end well, say it restarted something ($5), and with "$6" in its
+# output when given.
+kill_case() {  # dir what victim-pattern version restart-word [expect]
+  local job=$1 pid rc
+  write_config "$job"
+  "$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 &
+  pid=$!
+  if wait_version "$job" "$4" $pid; then
+    sleep 0.$((RANDOM % 4))
+    pkill -9 -f -- "$3" && pass "$2: SIGKILL after $4"
+  fi
+  wait $pid; rc=$?
+  [ $rc -eq 0 ] && grep -q "$5 restart" "$job.out" \
+    && { [ -z "${6:-}" ] || grep -q -- "$6" "$job.out"; } \
+    && pass "$2: the stream finished ($5 restarted)" \
+    || fail "$2: exit $rc: $(grep '^\[train\]' "$job.out" | tail -1) $(tail -2 "$job.out")"
+  check_stream "$job" "$2"
+}
 
-# 2. A pserver.
-job="$TMP/pserver-kill"
-write_config "$job"
-"$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 &
-pid=$!
-if wait_version "$job" v-000002 $pid; then
-  sleep 0.$((RANDOM % 4))
-  pkill -9 -f -- "pserver --config=$job/.*--index=0" && pass "SIGKILL pserver 0 after v-000002"
-fi
-wait $pid; rc=$?
-[ $rc -eq 0 ] && grep -q "pserver restart" "$job.out" \
-  && grep -q "[^0-9]$((8 * ROWS)) examples" "$job.out" \
-  && pass "the stream finished after a pserver SIGKILL, every row trained once" \
-  || fail "pserver kill: exit $rc: $(grep '^\[train\]' "$job.out" | tail -1) $(tail -2 "$job.out")"
-check_stream "$job" "pserver kill"
+# 1. A trainer: every trainer restarts from the last pass-end checkpoint.
+kill_case "$TMP/trainer-kill" "trainer kill" \
+  "trainer --config=$TMP/trainer-kill/.*--rank=1" v-000003 trainer
+# 2. A pserver: it restarts from its log; every row trained once.
+kill_case "$TMP/pserver-kill" "pserver kill" \
+  "pserver --config=$TMP/pserver-kill/.*--index=0" v-000002 pserver \
+  "[^0-9]$((8 * ROWS)) examples"
 
 # 3. The whole job, then --resume.
 job="$TMP/job-kill"

@@ -101,6 +101,10 @@ grep -q "^last_progressive_auc=" "$job/result.txt" 2>/dev/null \
   && grep -q "^passes=8$" "$job/result.txt" \
   && pass "result.txt has the passes and the last progressive AUC" \
   || fail "result.txt: $(cat "$job/result.txt" 2>/dev/null)"
+[ "$(grep -c '<circle' "$job/report.html" 2>/dev/null)" -ge 14 ] \
+  && grep -q "Progressive AUC per pass" "$job/report.html" \
+  && pass "report.html draws the passes' AUC and freshness" \
+  || fail "report.html: $(ls "$job")"
 [ "$(cat "$job/versions/LATEST" 2>/dev/null)" = "v-000008" ] \
   && pass "LATEST names v-000008" || fail "LATEST: $(cat "$job/versions/LATEST" 2>/dev/null)"
 # The held-back pass was trained within seconds of its marker.

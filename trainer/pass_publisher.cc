@@ -16,6 +16,7 @@
 #include "trainer/model_export.h"
 #include "trainer/model_version.h"
 #include "trainer/pass_score.h"
+#include "trainer/report.h"
 #include "trainer/warm_start.h"
 
 namespace sampan {
@@ -151,19 +152,20 @@ absl::StatusOr<coord::PassResult> PassPublisher::EndPass(
     state = std::move(*d);
   }
   if (absl::Status s = Barrier(pass, "exported"); !s.ok()) return s;
+  const double stall = absl::ToDoubleSeconds(absl::Now() - start);
   SAMPAN_LOG(INFO) << "trainer " << o_.rank << ": pass " << pass.name()
-                   << " exported for version " << version << " in "
-                   << absl::FormatDuration(absl::Now() - start)
-                   << " (training waited)";
+                   << " exported for version " << version << " in " << stall
+                   << " s (training waited)";
   prev_day_ = pass.day();
   if (base) base_version_ = version;
   if (o_.rank != 0) return coord::PassResult();
-  return Publish(pass, base, evicted, state);
+  return Publish(pass, base, evicted, stall, state);
 }
 
 absl::StatusOr<coord::PassResult> PassPublisher::Publish(
     const coord::StreamPass& pass, bool base, uint64_t evicted,
-    const DenseModelState& dense) {
+    double stall_seconds, const DenseModelState& dense) {
+  const absl::Time start = absl::Now();
   const uint64_t version = pass.index() + 1;
   const std::string staging = StagingDir(root_, version);
   absl::Status s = SaveDenseModel(DenseModelPath(staging), *o_.model, dense);
@@ -201,6 +203,8 @@ absl::StatusOr<coord::PassResult> PassPublisher::Publish(
   r.set_base(base);
   r.set_freshness_seconds(NowSeconds() - pass.ready_unix_seconds());
   r.set_rows_evicted(evicted);
+  r.set_stall_seconds(stall_seconds);
+  r.set_publish_seconds(absl::ToDoubleSeconds(absl::Now() - start));
   SAMPAN_LOG(INFO) << absl::StrFormat(
       "pass %s: progressive AUC %.4f logloss %.4f COPC %.3f on %d rows "
       "(scored before training); version %d (%s) published %.1f s after "
@@ -261,10 +265,22 @@ absl::Status PassPublisher::WriteResult(const std::string& path,
   int passes = 0, scored = 0;
   double auc_sum = 0;
   std::vector<std::string> last;
+  std::vector<PassPoint> points;
   while (std::getline(in, line)) {
     std::vector<std::string> f = absl::StrSplit(line, '\t');
     if (f.size() < 10) continue;
     ++passes;
+    PassPoint p;
+    p.index = std::atoi(f[0].c_str());
+    p.name = f[1];
+    p.rows_scored = std::strtoull(f[2].c_str(), nullptr, 10);
+    p.auc = std::strtod(f[3].c_str(), nullptr);
+    p.logloss = std::strtod(f[4].c_str(), nullptr);
+    p.copc = std::strtod(f[5].c_str(), nullptr);
+    p.version = absl::StrFormat("v-%06d %s", std::atoi(f[6].c_str()), f[7]);
+    p.freshness_seconds = std::strtod(f[8].c_str(), nullptr);
+    p.rows_evicted = std::strtoull(f[9].c_str(), nullptr, 10);
+    points.push_back(std::move(p));
     if (std::strtoull(f[2].c_str(), nullptr, 10) > 0) {
       auc_sum += std::strtod(f[3].c_str(), nullptr);
       ++scored;
@@ -287,6 +303,14 @@ absl::Status PassPublisher::WriteResult(const std::string& path,
   out << text;
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  // The same passes as a page: AUC and freshness over the stream.
+  const std::string report =
+      absl::StrCat(o_.config->output_dir(), "/report.html");
+  std::ofstream page(report, std::ios::trunc);
+  page << RenderPassReport(
+      absl::StrCat(o_.config->name(), ": ", passes, " passes"), points);
+  page.close();
+  if (!page) return absl::InternalError(absl::StrCat("cannot write ", report));
   return absl::OkStatus();
 }
 
@@ -296,12 +320,14 @@ absl::Status PassPublisher::AppendPassLine(const coord::PassResult& r) {
   std::ofstream out(path, header ? std::ios::trunc : std::ios::app);
   if (header) {
     out << "pass\tname\trows_scored\tauc\tlogloss\tcopc\tversion\tkind\t"
-           "freshness_seconds\trows_evicted\n";
+           "freshness_seconds\trows_evicted\tstall_seconds\t"
+           "publish_seconds\n";
   }
   out << absl::StrFormat(
-      "%d\t%s\t%d\t%.6f\t%.6f\t%.4f\t%d\t%s\t%.2f\t%d\n", r.index(), r.name(),
-      r.rows_scored(), r.auc(), r.logloss(), r.copc(), r.version(),
-      r.base() ? "base" : "delta", r.freshness_seconds(), r.rows_evicted());
+      "%d\t%s\t%d\t%.6f\t%.6f\t%.4f\t%d\t%s\t%.2f\t%d\t%.3f\t%.3f\n", r.index(),
+      r.name(), r.rows_scored(), r.auc(), r.logloss(), r.copc(), r.version(),
+      r.base() ? "base" : "delta", r.freshness_seconds(), r.rows_evicted(),
+      r.stall_seconds(), r.publish_seconds());
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   return absl::OkStatus();

@@ -91,6 +91,7 @@ class PassPublisher {
   absl::Status WritePart(const std::string& dir, std::vector<uint64_t> keys);
   absl::StatusOr<coord::PassResult> Publish(const coord::StreamPass& pass,
                                             bool base, uint64_t evicted,
+                                            double stall_seconds,
                                             const DenseModelState& dense);
   absl::Status AppendPassLine(const coord::PassResult& r);
   std::string PassesPath() const;

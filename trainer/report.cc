@@ -35,9 +35,10 @@ std::string Escape(const std::string& s) {
 
 using Getter = std::function<double(const CurvePoint&)>;
 
-// One line chart: x = seconds, y = get(point).
+// One line chart: x = p.seconds (labelled `x_label`), y = get(point).
 std::string Chart(const std::string& title, const std::string& y_label,
-                  const std::vector<ReportSeries>& series, const Getter& get) {
+                  const std::vector<ReportSeries>& series, const Getter& get,
+                  const std::string& x_label = "time (s)") {
   double x_max = 1e-9, y_min = INFINITY, y_max = -INFINITY;
   for (const ReportSeries& s : series) {
     for (const CurvePoint& p : s.points) {
@@ -82,8 +83,8 @@ std::string Chart(const std::string& title, const std::string& y_label,
   }
   absl::StrAppendFormat(&svg,
                         "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
-                        "text-anchor=\"middle\">time (s)</text></g>\n",
-                        kLeft + pw / 2, kHeight - 10);
+                        "text-anchor=\"middle\">%s</text></g>\n",
+                        kLeft + pw / 2, kHeight - 10, Escape(x_label));
   absl::StrAppendFormat(
       &svg,
       "<g class=\"axis y-axis\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
@@ -132,17 +133,22 @@ std::string Chart(const std::string& title, const std::string& y_label,
   return svg + "</svg>\n";
 }
 
-}  // namespace
-
-std::string RenderReport(const std::string& title,
-                         const std::vector<ReportSeries>& series) {
-  std::string html = absl::StrCat(
+// The page up to its heading: the title, one style, no scripts.
+std::string PageHead(const std::string& title) {
+  return absl::StrCat(
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>",
       Escape(title),
       "</title><style>body{font-family:sans-serif;margin:20px}"
       "svg{display:block;margin:12px 0;border:1px solid #ccc}</style>"
       "</head><body>\n<h1>",
       Escape(title), "</h1>\n");
+}
+
+}  // namespace
+
+std::string RenderReport(const std::string& title,
+                         const std::vector<ReportSeries>& series) {
+  std::string html = PageHead(title);
   html += Chart("Test AUC over time", "test AUC", series,
                 [](const CurvePoint& p) { return p.test.auc; });
   html += Chart("Test logloss over time", "test logloss", series,
@@ -161,6 +167,47 @@ std::string RenderReport(const std::string& title,
                           "</td><td>%.4f</td><td>%.3f</td></tr>\n",
                           Escape(s.name), p.seconds, p.examples, p.test.auc,
                           p.test.logloss, p.test.copc);
+  }
+  return html + "</table>\n</body></html>\n";
+}
+
+std::string RenderPassReport(const std::string& title,
+                             const std::vector<PassPoint>& passes) {
+  // The chart's x is the pass's index; its y the pass's figures.
+  ReportSeries progressive{"scored before training", {}};
+  ReportSeries fresh{"marker to published version", {}};
+  for (const PassPoint& p : passes) {
+    CurvePoint c;
+    c.seconds = p.index;
+    c.test.auc = p.auc;
+    c.test.logloss = p.logloss;
+    c.test.copc = p.copc;
+    c.examples_per_second = p.freshness_seconds;
+    if (p.rows_scored > 0) progressive.points.push_back(c);
+    fresh.points.push_back(c);
+  }
+  std::string html = PageHead(title);
+  const std::string x = "pass";
+  html += Chart(
+      "Progressive AUC per pass", "AUC", {progressive},
+      [](const CurvePoint& p) { return p.test.auc; }, x);
+  html += Chart(
+      "Progressive logloss per pass", "logloss", {progressive},
+      [](const CurvePoint& p) { return p.test.logloss; }, x);
+  html += Chart(
+      "Freshness per pass", "seconds", {fresh},
+      [](const CurvePoint& p) { return p.examples_per_second; }, x);
+  html +=
+      "<table border=\"1\" cellpadding=\"4\"><tr><th>pass</th><th>name</th>"
+      "<th>rows scored</th><th>AUC</th><th>logloss</th><th>COPC</th>"
+      "<th>version</th><th>freshness (s)</th><th>rows evicted</th></tr>\n";
+  for (const PassPoint& p : passes) {
+    absl::StrAppendFormat(
+        &html,
+        "<tr><td>%d</td><td>%s</td><td>%d</td><td>%.4f</td><td>%.4f</td>"
+        "<td>%.3f</td><td>%s</td><td>%.1f</td><td>%d</td></tr>\n",
+        p.index, Escape(p.name), p.rows_scored, p.auc, p.logloss, p.copc,
+        Escape(p.version), p.freshness_seconds, p.rows_evicted);
   }
   return html + "</table>\n</body></html>\n";
 }

@@ -27,6 +27,19 @@ std::string RenderReport(const std::string& title,
 absl::Status WriteResultFile(const std::string& path, const EvalMetrics& m,
                              double examples_per_second = -1);
 
+// A data.stream job's page: progressive AUC and logloss and freshness per
+// pass, and the passes' table (one point per line of passes.tsv).
+struct PassPoint {
+  int index = 0;
+  std::string name;
+  uint64_t rows_scored = 0;
+  double auc = 0, logloss = 0, copc = 0, freshness_seconds = 0;
+  std::string version;  // e.g. "v-000003 delta"
+  uint64_t rows_evicted = 0;
+};
+std::string RenderPassReport(const std::string& title,
+                             const std::vector<PassPoint>& passes);
+
 // Writes RenderReport(...) to `path`.
 absl::Status WriteReport(const std::string& path, const std::string& title,
                          const std::vector<ReportSeries>& series);

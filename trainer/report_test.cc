@@ -124,6 +124,32 @@ const char* Chromium() {
   return nullptr;
 }
 
+// A stream's page: one point per pass scored, the passes' table, the x axis
+// labelled by pass.
+TEST(ReportTest, PassReportHasAPointPerScoredPass) {
+  std::vector<PassPoint> passes;
+  for (int i = 0; i < 4; ++i) {
+    PassPoint p;
+    p.index = i;
+    p.name = "20261201/0" + std::to_string(i);
+    p.rows_scored = i == 2 ? 0 : 1000;  // pass 2 was not scored
+    p.auc = 0.6 + 0.05 * i;
+    p.logloss = 0.5;
+    p.freshness_seconds = 10 + i;
+    p.version = "v-00000" + std::to_string(i + 1);
+    passes.push_back(p);
+  }
+  const std::string html = RenderPassReport("stream <x>", passes);
+  EXPECT_NE(html.find("<title>stream &lt;x&gt;</title>"), std::string::npos);
+  EXPECT_NE(html.find("Progressive AUC per pass"), std::string::npos);
+  EXPECT_NE(html.find("Freshness per pass"), std::string::npos);
+  EXPECT_NE(html.find(">pass</text>"), std::string::npos);
+  EXPECT_EQ(html.find("time (s)"), std::string::npos);
+  // AUC and logloss charts: 3 scored passes each; freshness: all 4.
+  EXPECT_EQ(Count(html, "<circle"), 3u + 3u + 4u);
+  EXPECT_NE(html.find("<td>20261201/03</td>"), std::string::npos);
+}
+
 TEST(ReportTest, HeadlessChromiumRendersCharts) {
   const char* chromium = Chromium();
   if (chromium == nullptr) {
