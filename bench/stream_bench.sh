@@ -10,18 +10,22 @@
 #  - warm start load rate (rows/s) into the memory and RocksDB backends
 #    (BulkLoad; RocksDB: one SST file ingested) against db_bench fillrandom
 #    on the same key and value sizes (9-byte keys, the table's stored row).
-# Usage: bench/stream_bench.sh [PASSES] [ROWS] [INTERVAL]   (bazel build
+# Usage: bench/stream_bench.sh [PASSES] [ROWS] [INTERVAL] [VOCAB_SCALE]
+# (PASSES over 2 days: a base at each day's first pass; bazel build
 # //cli:sampan first). Prints a summary; raw files stay in $DIR.
 set -uo pipefail
 PASSES=${1:-10}
 ROWS=${2:-100000}
 INTERVAL=${3:-20}
+VOCAB=${4:-16}
 SAMPAN=${SAMPAN:-bazel-bin/cli/sampan}
 DIR=${DIR:-/tmp/sampan-stream-bench}
 rm -rf "$DIR"; mkdir -p "$DIR/markers"
 
-"$SAMPAN" gen-data --out="$DIR/data" --stream_days=1 --passes_per_day="$PASSES" \
-  --parts_per_pass=2 --rows="$ROWS" --vocab_scale=4 --seed=11 | tail -1
+"$SAMPAN" gen-data --out="$DIR/data" --stream_days=2 \
+  --passes_per_day=$((PASSES / 2)) --parts_per_pass=2 --rows="$ROWS" \
+  --vocab_scale="$VOCAB" --seed=11 | tail -1
+first=$(cd "$DIR/data" && ls -d */* | sort | head -1)
 for d in "$DIR"/data/*/*/; do
   n=$(echo "$d" | sed 's|.*/data/||; s|/$||; s|/|-|')
   mv "$d/_SUCCESS" "$DIR/markers/$n"
@@ -93,7 +97,7 @@ PY
 for backend in MEMORY ROCKSDB; do
   name=warm-$(echo $backend | tr A-Z a-z)
   job "$name" "$backend" "init_model: $DIR/fresh/versions"
-  sed -i "s|idle_stop_seconds: [0-9]*|idle_stop_seconds: 1|" "$DIR/$name.yaml"
+  sed -i "s|idle_stop_seconds: [0-9]*|idle_stop_seconds: 1, start_pass: \"$first\", end_pass: \"$first\"|" "$DIR/$name.yaml"
   "$SAMPAN" run "$DIR/$name.yaml" > "$DIR/$name.out" 2>&1
   grep -h "warm start from" "$DIR/$name"/logs/pserver-*.log |
     sed 's/.*: \([0-9]*\) of \([0-9]*\) rows.* loaded in \([0-9.e-]*\) s (\([0-9.e+]*\) rows\/s).*/\1 \3 \4/' |
@@ -101,10 +105,11 @@ for backend in MEMORY ROCKSDB; do
       printf "warm start %s: %d rows on 2 pservers, slowest load %.3f s: %.0f rows/s per pserver\n",
         b, n, s, n / 2 / s }'
 done
-db=$(du -sb "$DIR/warm-rocksdb/db" | cut -f1)
+# The table's SST files (not the redo log or RocksDB's own logs).
+db=$(find "$DIR/warm-rocksdb/db" -name '*.sst' -printf '%s\n' | awk '{ s += $1 } END { print s }')
 n=$(grep -h "warm start from" "$DIR/warm-rocksdb"/logs/pserver-*.log |
   sed 's/.*: \([0-9]*\) of.*/\1/' | awk '{ s += $1 } END { print s }')
-echo "RocksDB table after the warm start and one pass: $db bytes for >= $n rows ($((db / n)) bytes/row)"
+echo "RocksDB table after the warm start and one pass: $db bytes of SST files for >= $n rows ($((db / n)) bytes/row)"
 # FM dim 8, Adagrad: [show, click, unseen, has_v, w, w_state, v[8], v_state]
 # = 15 floats + the 4-byte epoch; key 'r' + 8 bytes.
 per=$((n / 2))

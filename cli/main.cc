@@ -435,9 +435,20 @@ int ModelRowsMain(int argc, char** argv) {
   return 0;
 }
 
+// --vocab_scale, in [1, 1000]; exits with status 2 otherwise.
+uint32_t VocabScaleOrExit(const Flags& flags) {
+  const int64_t vocab_scale = IntFlagOrExit(flags, "vocab_scale", 1);
+  if (vocab_scale < 1 || vocab_scale > 1000) {
+    std::exit(ConfigError(absl::InvalidArgumentError(absl::StrCat(
+        "--vocab_scale must be in [1, 1000], got ", vocab_scale))));
+  }
+  return uint32_t(vocab_scale);
+}
+
 // gen-data --stream_days=D: the pass layout of continuous training.
 int GenStreamMain(const Flags& flags) {
   StreamOptions options;
+  options.vocab_scale = VocabScaleOrExit(flags);
   options.days = IntFlagOrExit(flags, "stream_days", 2);
   options.passes_per_day = IntFlagOrExit(flags, "passes_per_day", 24);
   options.parts_per_pass = IntFlagOrExit(flags, "parts_per_pass", 2);
@@ -476,12 +487,7 @@ int GenDataMain(int argc, char** argv) {
   SyntheticOptions options;
   options.rows = IntFlagOrExit(*flags, "rows", 1000000);
   options.seed = IntFlagOrExit(*flags, "seed", 1);
-  const int64_t vocab_scale = IntFlagOrExit(*flags, "vocab_scale", 1);
-  if (vocab_scale < 1 || vocab_scale > 1000) {
-    return ConfigError(absl::InvalidArgumentError(
-        absl::StrCat("--vocab_scale must be in [1, 1000], got ", vocab_scale)));
-  }
-  options.vocab_scale = uint32_t(vocab_scale);
+  options.vocab_scale = VocabScaleOrExit(*flags);
   options.test_fraction = std::stod(flags->Get("test_fraction", "0.1"));
   const std::string dir = flags->Get("out");
   std::filesystem::create_directories(dir);

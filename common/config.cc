@@ -653,16 +653,8 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
 absl::Status ValidateStreamForRun(const JobConfig& config) {
   const DataConfig& d = config.data();
   if (d.stream().root().empty()) return absl::OkStatus();
-  const ModelConfig::Mode mode = config.model().mode();
-  const bool deep = config.model().type() >= DNN;
-  const bool lockstep = deep && mode != ModelConfig::ASYNC;
   const CheckpointConfig& c = config.checkpoint();
   return FirstError({
-      lockstep ? Invalid("model.mode",
-                         "a data.stream job trains deep models in ASYNC mode "
-                         "only for now (HYBRID and SYNC ranks would stop "
-                         "each pass at the first rank out of data)")
-               : absl::OkStatus(),
       d.epochs() > 1 ? Invalid("data.epochs",
                                "must be 1 with data.stream: every pass is "
                                "trained once")

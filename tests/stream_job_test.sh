@@ -14,7 +14,9 @@
 #      than day 1's chain and passes.tsv counts the rows evicted.
 #   3. A pass with too many malformed rows stops the job with an error that
 #      names the pass's file; the versions published before stay readable.
-#   4. `sampan validate` refuses what a stream job cannot do (exit 2).
+#   4. A HYBRID DeepFM stream: dense weights identical on both ranks after
+#      3 passes; its LATEST version scores.
+#   5. `sampan validate` refuses what a stream job cannot do (exit 2).
 set -uo pipefail
 
 TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
@@ -197,7 +199,20 @@ out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
   || fail "versions after the failure: LATEST $(cat "$job/versions/LATEST" 2>/dev/null)"
 [ -z "$(leftover "$job")" ] || fail "processes left: $(leftover "$job")"
 
-# 4. Refused before anything starts.
+# 4. A deep model in HYBRID mode: the dense weights live across passes,
+# stay identical on both ranks, and go into every version.
+job="$TMP/hybrid"
+write_config "$job" ""
+sed -i 's/model: {type: FM, embedding_dim: 4}/model: {type: DEEPFM, embedding_dim: 4, hidden: [16, 8]}/; s|    idle_stop_seconds: 6|    end_pass: "20261201/12"|' "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
+h0=$(cat "$job/dense_hash-0.txt" 2>/dev/null); h1=$(cat "$job/dense_hash-1.txt" 2>/dev/null)
+ev=$("$SAMPAN" eval "$job/versions" "$TMP/last-pass.tsv" 2>&1)
+[ $rc -eq 0 ] && [ "$(tail -n +2 "$job/passes.tsv" | wc -l)" -eq 3 ] \
+  && [ -n "$h0" ] && [ "$h0" = "$h1" ] && grep -q "^AUC " <<< "$ev" \
+  && pass "HYBRID DeepFM stream: 3 passes, dense weights equal on both ranks ($h0), LATEST scores" \
+  || fail "HYBRID stream: exit $rc, hashes '$h0' '$h1': $(tail -3 <<< "$out") $ev"
+
+# 5. Refused before anything starts.
 job="$TMP/s4"
 write_config "$job" "  backend: ROCKSDB
   data_dir: $TMP/s4-db"

@@ -72,8 +72,11 @@ absl::Status PassPublisher::BeginPass(const coord::StreamPass& pass) {
 
 absl::Status PassPublisher::PutScore(const coord::StreamPass& pass,
                                      const coord::PassScore& score) {
-  return o_.coordinator->KvPut(ScoreKey(o_.generation, pass.index(), o_.rank),
-                               score.SerializeAsString());
+  absl::Status s =
+      o_.coordinator->KvPut(ScoreKey(o_.generation, pass.index(), o_.rank),
+                            score.SerializeAsString());
+  if (!s.ok()) return s;
+  return Barrier(pass, "scored");
 }
 
 absl::Status PassPublisher::WritePart(const std::string& dir,

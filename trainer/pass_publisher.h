@@ -66,7 +66,9 @@ class PassPublisher {
   // others write into it only after the first barrier).
   absl::Status BeginPass(const coord::StreamPass& pass);
 
-  // This rank's progressive validation of `pass`, for rank 0 to merge.
+  // This rank's progressive validation of `pass`, for rank 0 to merge;
+  // returns once every rank has scored the pass (barrier "pass-<i>-scored"),
+  // so that no rank trains on it while another still scores it.
   absl::Status PutScore(const coord::StreamPass& pass,
                         const coord::PassScore& score);
 

@@ -106,6 +106,7 @@ absl::StatusOr<coord::StreamPass> PassSchedule::PickNext() {
     absl::StatusOr<std::vector<ReadyPass>> ready = ListReadyPasses(s);
     if (!ready.ok()) return ready.status();
     for (const ReadyPass& p : *ready) {
+      const bool first_seen = listed_.insert(p.name).second;
       if (!last_time_.has_value() || p.time.time > *last_time_) {
         pass.set_name(p.name);
         pass.set_day(p.time.day);
@@ -115,11 +116,18 @@ absl::StatusOr<coord::StreamPass> PassSchedule::PickNext() {
         last_time_ = p.time.time;
         break;
       }
-      if (p.name != last && skipped_.insert(p.name).second) {
+      if (first_seen && listed_once_) {
         SAMPAN_LOG(WARNING) << "pass " << p.name << " became ready after "
                             << last << " was handed out: skipped (late)";
       }
     }
+    // Passes after the one picked are listed again next time.
+    for (const ReadyPass& p : *ready) {
+      if (last_time_.has_value() && p.time.time > *last_time_) {
+        listed_.erase(p.name);
+      }
+    }
+    listed_once_ = true;
     if (!pass.name().empty()) break;
     if (s.idle_stop_seconds() > 0 &&
         NowSeconds() - started >= s.idle_stop_seconds()) {

@@ -82,7 +82,11 @@ class PassSchedule {
   const uint64_t generation_;
   uint64_t next_index_ = 0;
   std::optional<absl::CivilMinute> last_time_;
-  std::set<std::string> skipped_;  // late passes already warned about
+  // Every pass name a listing showed: one at or before the last pass handed
+  // out that a listing shows for the first time became ready late. The
+  // first listing only fills it (a resumed job's earlier passes).
+  std::set<std::string> listed_;
+  bool listed_once_ = false;
   std::atomic<double> waiting_since_{0};
   mutable std::mutex mu_;
   std::string last_ ABSL_GUARDED_BY(mu_);

@@ -341,6 +341,17 @@ class Trainer : public StepObserver {
       absl::MutexLock lock(&mu_);
       p->set_rows(examples_);
     }
+    if (dense_ != nullptr && rank_ == 0) {
+      // HYBRID/SYNC: the dense weights and optimizer state, as mid-pass
+      // checkpoints of a batch job hold them.
+      absl::StatusOr<std::string> path = SaveDenseForCheckpoint();
+      if (!path.ok()) {
+        SAMPAN_LOG(WARNING) << "trainer 0: checkpoint after pass "
+                            << pass.name() << ": " << path.status().message();
+        return;
+      }
+      req.set_dense_file(*path);
+    }
     absl::StatusOr<coord::CheckpointArriveResponse> resp =
         coordinator_.CheckpointArrive(
             req, Seconds(config_.checkpoint().timeout_seconds() +
