@@ -24,23 +24,20 @@
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "sparse_table/job_options.h"
-#include "trainer/async_dense.h"
 #include "trainer/checkpoint_gate.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
-#include "trainer/dense_weights.h"
 #include "trainer/eval/auc.h"
-#include "trainer/hybrid_dense.h"
 #include "trainer/input_queue.h"
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
-#include "trainer/model/gpu_mlp.h"
 #include "trainer/model/model_io.h"
 #include "trainer/model_export.h"
 #include "trainer/part_export.h"
 #include "trainer/pass_publisher.h"
 #include "trainer/pass_schedule.h"
 #include "trainer/pass_score.h"
+#include "trainer/rank_dense.h"
 #include "trainer/rare_count.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
@@ -134,7 +131,7 @@ class Trainer : public StepObserver {
       status = RunPass(*pass);
     }
     schedule_ = nullptr;
-    if (status.ok()) status = FinishDense();
+    if (status.ok()) status = dense_->Finish();
     if (status.ok() && checkpoints_ && !IsStreamJob(config_)) {
       ArriveFinished();
     }
@@ -142,9 +139,6 @@ class Trainer : public StepObserver {
     if (status.ok()) {
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
                                     rank_);
-    }
-    if (status.ok() && async_ != nullptr && rank_ == 0) {
-      status = PullFinalDense();
     }
     // A stream's model is its published versions; a batch job exports one.
     if (status.ok() && !IsStreamJob(config_)) status = Export();
@@ -220,20 +214,19 @@ class Trainer : public StepObserver {
   // allreduced with the other ranks (trainer/hybrid_dense.h).
   absl::Status SetUpDense(const DenseOptimizerOptions& optimizer) {
     rows_ = FleetRows(ps_.get(), model_->row_dim());
-    if (model_->dense_size() == 0) {
-      weights_ = NoDenseWeights();
-    } else if (HasDenseTable(config_)) {
-      async_ = std::make_unique<AsyncDense>(*model_, model_->row_dim());
-      weights_ =
-          PserverDenseWeights(async_.get(), ps_dense_.get(), model_->row_dim());
-      SAMPAN_LOG(INFO) << "trainer " << rank_ << ": async, " << async_->size()
-                       << " dense weights in " << async_->keys().size()
-                       << " pserver rows of table " << kDenseTableId
-                       << ", updated there by model.dense_optimizer";
-    } else {
-      if (absl::Status s = StartLockstep(optimizer); !s.ok()) return s;
-      weights_ = LockstepDenseWeights(dense_.get(), /*overlap=*/!sync_);
-    }
+    RankDenseOptions d;
+    d.config = &config_;
+    d.rank = rank_;
+    d.model = model_.get();
+    d.ps_dense = ps_dense_.get();
+    d.coordinator_address = coordinator_.address();
+    d.credentials = credentials_;
+    d.generation = generation_;
+    d.resume_path = dense_path_;
+    d.optimizer = optimizer;
+    absl::StatusOr<std::unique_ptr<RankDense>> dense = RankDense::Start(d);
+    if (!dense.ok()) return dense.status();
+    dense_ = std::move(*dense);
     if (IsStreamJob(config_)) {
       PassPublisherOptions p;
       p.config = &config_;
@@ -279,13 +272,13 @@ class Trainer : public StepObserver {
     loop.model = model_.get();
     loop.source = &source;
     loop.rows = rows_.get();
-    loop.dense = weights_.get();
+    loop.dense = dense_->weights();
     loop.observer = this;
     loop.gate = &gate_;
     loop.threads =
         std::max<uint32_t>(1, config_.cluster().threads_per_trainer());
     loop.flush_each_step = sync_;
-    loop.gpu = gpu_.get();
+    loop.gpu = dense_->gpu();
     loop.stop = &failed_;
     uint64_t steps = 0;
     absl::Status status = RunStepLoop(loop, &steps);
@@ -295,7 +288,7 @@ class Trainer : public StepObserver {
     }
     if (status.ok()) status = FlushPushes();
     if (!status.ok()) return status;
-    if (dense_ != nullptr) {
+    if (dense_->lockstep()) {
       SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << steps
                        << " synchronous dense steps ("
                        << (sync_ ? "SYNC" : "HYBRID") << "), up to "
@@ -309,7 +302,7 @@ class Trainer : public StepObserver {
       touched_.clear();
     }
     absl::StatusOr<coord::PassResult> r = publisher_->EndPass(
-        pass, std::move(touched), [this] { return DenseStateNow(); });
+        pass, std::move(touched), [this] { return dense_->State(); });
     if (!r.ok()) return r.status();
     {
       absl::MutexLock lock(&mu_);
@@ -341,10 +334,11 @@ class Trainer : public StepObserver {
       absl::MutexLock lock(&mu_);
       p->set_rows(examples_);
     }
-    if (dense_ != nullptr && rank_ == 0) {
+    if (dense_->lockstep() && rank_ == 0) {
       // HYBRID/SYNC: the dense weights and optimizer state, as mid-pass
       // checkpoints of a batch job hold them.
-      absl::StatusOr<std::string> path = SaveDenseForCheckpoint();
+      absl::StatusOr<std::string> path =
+          dense_->SaveForCheckpoint(gate_.steps());
       if (!path.ok()) {
         SAMPAN_LOG(WARNING) << "trainer 0: checkpoint after pass "
                             << pass.name() << ": " << path.status().message();
@@ -377,35 +371,13 @@ class Trainer : public StepObserver {
     o.fraction = config_.data().stream().progressive_fraction();
     o.batch_size = config_.data().batch_size();
     o.pass_index = pass.index();
-    if (async_ != nullptr) {
-      if (absl::Status s = PullFinalDense(); !s.ok()) return s;
-    }
-    o.dense = DenseWeightsAtEnd();
+    absl::StatusOr<const float*> dense = dense_->Current();
+    if (!dense.ok()) return dense.status();
+    o.dense = *dense;
     absl::StatusOr<coord::PassScore> score =
         ScorePass(o, TrainPartsOf(pass_config, rank_));
     if (!score.ok()) return score.status();
     return publisher_->PutScore(pass, *score);
-  }
-
-  // The dense weights and optimizer state as they are now (no step in
-  // flight): what a model version publishes.
-  absl::StatusOr<DenseModelState> DenseStateNow() {
-    DenseModelState state;
-    if (async_ != nullptr) {
-      if (absl::Status s = PullFinalDense(); !s.ok()) return s;
-      state.weights = final_dense_;
-    } else if (dense_ != nullptr) {
-      state = dense_->State();
-    }
-    return state;
-  }
-
-  // HYBRID and SYNC: the ranks compare their final dense weights.
-  absl::Status FinishDense() {
-    if (dense_ == nullptr) return absl::OkStatus();
-    absl::StatusOr<uint64_t> hash = dense_->Finish();
-    if (!hash.ok()) return hash.status();
-    return WriteDenseHash(*hash);
   }
 
   // Runs while no batch is in flight (CheckpointGate): makes every push
@@ -419,10 +391,11 @@ class Trainer : public StepObserver {
     req.set_missed(missed);
     *req.mutable_position() = CurrentInput()->Position();
     req.mutable_position()->set_steps(gate_.steps());
-    if (dense_ != nullptr && rank_ == 0 && !missed) {
+    if (dense_->lockstep() && rank_ == 0 && !missed) {
       // Every rank holds the same dense state; rank 0 saves it. (ASYNC
       // keeps it in pserver rows, which the snapshots hold.)
-      absl::StatusOr<std::string> path = SaveDenseForCheckpoint();
+      absl::StatusOr<std::string> path =
+          dense_->SaveForCheckpoint(gate_.steps());
       if (!path.ok()) return path.status();
       req.set_dense_file(*path);
     }
@@ -447,20 +420,6 @@ class Trainer : public StepObserver {
     return resp->epoch();
   }
 
-  // Writes the dense weights and optimizer state where the coordinator
-  // moves them into the checkpoint from (it must see the same path).
-  absl::StatusOr<std::string> SaveDenseForCheckpoint() {
-    const std::string root =
-        std::filesystem::absolute(CheckpointRoot(config_)).string();
-    std::error_code ec;
-    std::filesystem::create_directories(root, ec);
-    const std::string path =
-        absl::StrCat(root, "/dense-step", gate_.steps(), ".bin");
-    absl::Status s = SaveDenseModel(path, *model_, dense_->State());
-    if (!s.ok()) return s;
-    return path;
-  }
-
   // A rank out of input counts as arrived at every later checkpoint; its
   // position says so, so a resume does not train its part again.
   void ArriveFinished() {
@@ -477,95 +436,6 @@ class Trainer : public StepObserver {
                           << ": reporting the end of input for checkpoints: "
                           << resp.status().message();
     }
-  }
-
-  // HYBRID and SYNC: joins the ranks' collective group (rank 0's weights,
-  // or the checkpoint's, on every rank).
-  absl::Status StartLockstep(const DenseOptimizerOptions& optimizer) {
-    if (absl::Status g = PlaceDenseTower(); !g.ok()) return g;
-    HybridDenseOptions h;
-    h.coordinator_address = coordinator_.address();
-    h.rank = rank_;
-    h.size = config_.cluster().num_trainers();
-    h.timeout = Seconds(config_.cluster().wait_timeout_seconds());
-    if (const char* k = std::getenv("SAMPAN_DENSE_CHECK_EVERY")) {
-      h.check_every = std::strtoull(k, nullptr, 10);
-    }
-    if (const char* r = std::getenv("SAMPAN_DENSE_TEST_SKEW_RANK")) {
-      h.skew_rank = std::atoi(r);
-    }
-    h.optimizer = optimizer;
-    h.generation = generation_;
-    // The rendezvous goes through the coordinator: same TLS and token.
-    h.credentials = credentials_;
-    DenseModelState initial;
-    if (!dense_path_.empty()) {
-      absl::StatusOr<DenseModelState> loaded =
-          LoadDenseModel(dense_path_, *model_);
-      if (!loaded.ok()) return loaded.status();
-      initial = std::move(*loaded);
-      h.initial = &initial;
-    } else if (!config_.init_model().empty()) {
-      // Warm start: the model's dense weights and optimizer state (every
-      // rank reads them, as a resume reads its checkpoint's).
-      absl::StatusOr<DenseModelState> loaded = LoadInitDense(config_, *model_);
-      if (!loaded.ok()) return loaded.status();
-      initial = std::move(*loaded);
-      h.initial = &initial;
-    }
-    absl::StatusOr<std::unique_ptr<HybridDense>> d =
-        HybridDense::Create(*model_, h);
-    if (!d.ok()) return d.status();
-    dense_ = std::move(*d);
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": hybrid "
-                     << model_->dense_size() << " dense weights";
-    return absl::OkStatus();
-  }
-
-  // model.dense_device: the MLP on the GPU (gpu_) or the CPU.
-  absl::Status PlaceDenseTower() {
-    const DenseDevice device = config_.model().dense_device();
-    if (device == CPU) return absl::OkStatus();
-    absl::StatusOr<std::unique_ptr<GpuMlp>> g =
-        GpuMlp::Create(model_->mlp(), model_->dense_size(), GpuMlpOptions());
-    if (!g.ok()) {
-      if (device == GPU) return g.status();
-      SAMPAN_LOG(INFO) << "trainer " << rank_
-                       << ": MLP on the CPU: " << g.status().message();
-      return absl::OkStatus();
-    }
-    gpu_ = std::move(*g);
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": MLP on the GPU (cuBLAS)";
-    return absl::OkStatus();
-  }
-
-  // ASYNC, after the "trained" barrier: the weights the pservers ended with.
-  absl::Status PullFinalDense() {
-    std::vector<float> rows(async_->keys().size() * model_->row_dim());
-    absl::Status s = ps_dense_->Pull(async_->keys(), false, rows.data());
-    if (!s.ok()) return s;
-    final_dense_.resize(async_->size());
-    async_->Weights(rows.data(), final_dense_.data());
-    return absl::OkStatus();
-  }
-
-  // The trained dense weights: null without any.
-  const float* DenseWeightsAtEnd() const {
-    if (async_ != nullptr) return final_dense_.data();
-    return dense_ != nullptr ? dense_->weights() : nullptr;
-  }
-
-  absl::Status WriteDenseHash(uint64_t hash) {
-    const std::string path =
-        absl::StrCat(config_.output_dir(), "/dense_hash-", rank_, ".txt");
-    const std::string line = absl::StrFormat("%016x", hash);
-    std::ofstream out(path);
-    out << line << "\n";
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": dense weights hash " << line
-                     << " after " << dense_->steps() << " steps";
-    return absl::OkStatus();
   }
 
   // After the "trained" barrier; see part_export.h.
@@ -589,15 +459,9 @@ class Trainer : public StepObserver {
   }
 
   absl::Status SaveDense() {
-    const std::string path = DenseModelPath(ModelDir(config_));
-    DenseModelState state;
-    if (async_ != nullptr) {
-      // The optimizer's state lives in the pservers' rows.
-      state.weights = final_dense_;
-    } else if (dense_ != nullptr) {
-      state = dense_->State();
-    }
-    return SaveDenseModel(path, *model_, state);
+    absl::StatusOr<DenseModelState> state = dense_->State();
+    if (!state.ok()) return state.status();
+    return SaveDenseModel(DenseModelPath(ModelDir(config_)), *model_, *state);
   }
 
   // Rank 0 scores the test files (or the training files' held-out tails)
@@ -605,12 +469,13 @@ class Trainer : public StepObserver {
   // eval` scores its export.
   absl::Status Evaluate() {
     std::vector<float> probs, labels;
+    absl::StatusOr<const float*> dense = dense_->Current();
+    if (!dense.ok()) return dense.status();
     Worker w;
     absl::Status s = ReadParts(
         TestPartsOf(config_), config_.data().batch_size(), &w.batch, [&] {
           if (rare_ != nullptr) rare_->Apply(&w.batch.signs, w.batch.slots);
-          absl::Status st =
-              Predict(*model_, rows_.get(), DenseWeightsAtEnd(), &w);
+          absl::Status st = Predict(*model_, rows_.get(), *dense, &w);
           if (!st.ok()) return st;
           probs.insert(probs.end(), w.probs.begin(), w.probs.end());
           labels.insert(labels.end(), w.batch.labels.begin(),
@@ -705,17 +570,11 @@ class Trainer : public StepObserver {
   std::shared_ptr<InputQueue> input_;
   std::string pass_name_;
   std::atomic<const PassSchedule*> schedule_{nullptr};
-  std::unique_ptr<DenseWeights> weights_;
   std::unique_ptr<PassPublisher> publisher_;  // data.stream jobs only
-  // The model and its dense weights: HYBRID/SYNC in dense_ (owned by the
-  // step loop, read by Export and Evaluate after it ended), ASYNC in the
-  // pservers' rows (async_, final_dense_ pulled by rank 0 at the end).
+  // The model and its dense weights (trainer/rank_dense.h).
   std::unique_ptr<CtrModel> model_;
-  std::unique_ptr<HybridDense> dense_;
-  std::unique_ptr<GpuMlp> gpu_;  // the MLP's device, when on the GPU
+  std::unique_ptr<RankDense> dense_;
   const bool sync_;
-  std::unique_ptr<AsyncDense> async_;
-  std::vector<float> final_dense_;
   std::unique_ptr<PsClient> ps_;
   std::unique_ptr<PsClient> ps_dense_;  // table kDenseTableId
   std::unique_ptr<SparseStore> rows_;   // over ps_
