@@ -12,6 +12,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,9 +24,12 @@ namespace sampan {
 // data is missing, malformed or of another shape. `version`, when not null,
 // receives the version scored ("v-000042 (delta on base v-000040, pass
 // 20261201/05) in ROOT"), or is emptied for an exported model directory.
+// `probs`, when not null, receives each row's probability in file order
+// (trainer/scoring.h ScoreBatch, as `sampan serve` computes them).
 absl::StatusOr<EvalMetrics> EvaluateModel(const std::string& model,
                                           const std::string& data_path,
-                                          std::string* version = nullptr);
+                                          std::string* version = nullptr,
+                                          std::vector<float>* probs = nullptr);
 
 // Writes one line per sparse row, sorted by key: the key in decimal, a tab,
 // then the row's floats as their IEEE-754 bits in hex ("3f800000 80000000");
