@@ -499,6 +499,10 @@ JobConfig DefaultJobConfig() {
   stream->set_poll_seconds(5);
   stream->set_progressive_fraction(1);
   stream->set_keep_bases(3);
+  ServingConfig* serving = config.mutable_serving();
+  serving->set_poll_seconds(5);
+  serving->set_max_examples_per_request(1000);
+  serving->set_max_line_bytes(1 << 16);
   config.set_output_dir("/tmp/sampan-job");
   config.set_progress_interval_seconds(2);
   config.mutable_checkpoint()->set_keep(3);
@@ -632,6 +636,19 @@ absl::Status ValidateSplit(const JobConfig& config) {
                               "; use BY_LINE_RANGE"));
 }
 
+absl::Status ValidateServing(const ServingConfig& s) {
+  return FirstError({
+      s.port() > 65535
+          ? Invalid("serving.port",
+                    absl::StrCat("must be at most 65535, got ", s.port()))
+          : absl::OkStatus(),
+      Positive("serving.poll_seconds", s.poll_seconds()),
+      AtLeast("serving.max_examples_per_request", s.max_examples_per_request(),
+              1),
+      AtLeast("serving.max_line_bytes", s.max_line_bytes(), 1),
+  });
+}
+
 absl::Status ValidateJobConfig(const JobConfig& config) {
   return FirstError({
       config.name().empty() ? Invalid("name", "must not be empty")
@@ -646,6 +663,7 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
       Positive("progress_interval_seconds", config.progress_interval_seconds()),
       ValidateKubernetes(config.kubernetes()),
       ValidateCheckpoint(config),
+      ValidateServing(config.serving()),
   });
 }
 

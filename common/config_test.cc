@@ -133,7 +133,18 @@ TEST(ConfigTest, UnknownTopLevelKey) {
   EXPECT_EQ(ParseError("name: x\nfoo: 1\n"),
             "job.yaml:2: foo: unknown field \"foo\" (expected one of: name, "
             "cluster, model, table, data, output_dir, "
-            "progress_interval_seconds, checkpoint, init_model, kubernetes)");
+            "progress_interval_seconds, checkpoint, init_model, serving, "
+            "kubernetes)");
+}
+
+TEST(ConfigTest, ServingLimits) {
+  EXPECT_EQ(ParseError("serving: {max_examples_per_request: 0}\n"),
+            "job.yaml: serving.max_examples_per_request: must be at least 1, "
+            "got 0");
+  EXPECT_EQ(ParseError("serving: {port: 70000}\n"),
+            "job.yaml: serving.port: must be at most 65535, got 70000");
+  EXPECT_EQ(ParseError("serving: {model: /m, version: 3, poll_seconds: 1}\n"),
+            "");
 }
 
 // Checkpoints snapshot RocksDB; a memory table is refused before anything
