@@ -1,0 +1,106 @@
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "serving/request_batch.h"
+#include "serving/serving.h"
+#include "serving/serving_metrics.h"
+#include "trainer/model_version.h"
+
+namespace sampan {
+namespace {
+
+FollowOptions FollowOptionsOf(const ServingOptions& options) {
+  FollowOptions f;
+  f.model = options.model;
+  f.version = options.version;
+  f.poll = options.poll;
+  f.on_load = RecordLoad;
+  f.on_tick = RecordAge;
+  return f;
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
+}
+
+}  // namespace
+
+ServingOptions ServingOptionsFromJob(const JobConfig& config) {
+  const ServingConfig& s = config.serving();
+  ServingOptions o;
+  o.model = s.model().empty() ? VersionsRoot(config) : s.model();
+  o.version = s.version();
+  o.poll = absl::Seconds(s.poll_seconds());
+  o.max_examples_per_request = s.max_examples_per_request();
+  o.max_line_bytes = s.max_line_bytes();
+  return o;
+}
+
+PredictService::PredictService(const ServingOptions& options)
+    : options_(options), follower_(FollowOptionsOf(options)) {}
+
+PredictService::~PredictService() { Stop(); }
+
+void PredictService::Start() { follower_.Start(); }
+void PredictService::Stop() { follower_.Stop(); }
+absl::Status PredictService::Refresh() { return follower_.Refresh(); }
+bool PredictService::ready() const { return follower_.Current() != nullptr; }
+std::shared_ptr<const ServedModel> PredictService::Current() const {
+  return follower_.Current();
+}
+
+grpc::Status PredictService::Handle(const serving::PredictRequest& request,
+                                    serving::PredictResponse* response) const {
+  size_t hits = 0, misses = 0;
+  return Handle(request, response, &hits, &misses);
+}
+
+grpc::Status PredictService::Handle(const serving::PredictRequest& request,
+                                    serving::PredictResponse* response,
+                                    size_t* hits, size_t* misses) const {
+  // One snapshot for the whole call: a swap meanwhile changes nothing here.
+  const std::shared_ptr<const ServedModel> served = follower_.Current();
+  if (served == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "no model version loaded yet");
+  }
+  if (request.version() != 0 && request.version() != served->version) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("version ", request.version(), " is not served; ",
+                     served->description, " is"));
+  }
+  const ScoringModel& model = *served->scoring;
+  RequestShape shape;
+  shape.parse = model.parse;
+  shape.fields = model.model->fields();
+  shape.dense_dim = DenseDimOf(model.parse);
+  shape.max_examples = options_.max_examples_per_request;
+  shape.max_line_bytes = options_.max_line_bytes;
+  thread_local Batch batch;
+  thread_local ScoringWorkspace ws;
+  absl::Status s = RequestToBatch(request, shape, &batch);
+  if (!s.ok()) return ToGrpc(s);
+  response->mutable_probabilities()->Resize(int(batch.size()), 0.0f);
+  *hits = ScoreBatch(model, &batch,
+                     response->mutable_probabilities()->mutable_data(), &ws);
+  *misses = ws.keys.keys.size() - *hits;
+  response->set_version(served->version);
+  response->set_pass(served->pass);
+  return grpc::Status::OK;
+}
+
+grpc::Status PredictService::Predict(grpc::ServerContext*,
+                                     const serving::PredictRequest* request,
+                                     serving::PredictResponse* response) {
+  const absl::Time start = absl::Now();
+  size_t hits = 0, misses = 0;
+  grpc::Status status = Handle(*request, response, &hits, &misses);
+  RecordPredict(status.error_code(), absl::Now() - start,
+                status.ok() ? size_t(response->probabilities_size()) : 0, hits,
+                misses);
+  return status;
+}
+
+}  // namespace sampan

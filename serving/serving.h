@@ -1,0 +1,87 @@
+// `sampan serve`: online click probabilities from a trained model, the
+// gRPC service sampan.serving.Predictor (proto/serving.proto).
+//
+// Promises:
+//   - Every Predict call is answered from exactly one model version, the
+//     one its response names: the call takes the version being served at
+//     its start and keeps it to its end, however many swaps happen meanwhile.
+//   - Probabilities are those of `sampan eval` for the same version and
+//     examples (one scoring path, trainer/scoring.h).
+//   - A new version is read and verified aside, then swapped in atomically;
+//     a version that fails verification is refused (logged, counted in
+//     sampan_serving_version_load_failures_total) and the previous one goes
+//     on serving. No call fails because of a swap.
+//   - A malformed request fails alone, with INVALID_ARGUMENT naming the
+//     example and the field; before any version is loaded calls fail with
+//     UNAVAILABLE.
+// Thread-safe: Predict may run on any number of threads at once.
+#ifndef SAMPAN_SERVING_SERVING_H_
+#define SAMPAN_SERVING_SERVING_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "proto/job.pb.h"
+#include "proto/serving.grpc.pb.h"
+#include "serving/model_follower.h"
+
+namespace sampan {
+
+struct ServingOptions {
+  // A versions root (follows LATEST), a version directory or an exported
+  // model directory (served as it is).
+  std::string model;
+  // With a versions root: serve this version only; 0 = follow LATEST.
+  uint64_t version = 0;
+  // Between checks of LATEST.
+  absl::Duration poll = absl::Seconds(5);
+  // Request limits (INVALID_ARGUMENT beyond them).
+  size_t max_examples_per_request = 1000;
+  size_t max_line_bytes = 1 << 16;
+};
+
+// The job's serving: section; serving.model defaults to
+// <output_dir>/versions.
+ServingOptions ServingOptionsFromJob(const JobConfig& config);
+
+class PredictService final : public serving::Predictor::Service {
+ public:
+  // Loads nothing until Start or Refresh.
+  explicit PredictService(const ServingOptions& options);
+  ~PredictService() override;
+
+  // Starts following the model path (the first check at once); Stop ends
+  // that promptly. Calls are answered either way.
+  void Start();
+  void Stop();
+  // Checks the model path once now (ModelFollower::Refresh).
+  absl::Status Refresh();
+  // True once a version is loaded (the health service's SERVING).
+  bool ready() const;
+  // The version served now; null before one loaded.
+  std::shared_ptr<const ServedModel> Current() const;
+
+  grpc::Status Predict(grpc::ServerContext* context,
+                       const serving::PredictRequest* request,
+                       serving::PredictResponse* response) override;
+
+  // What Predict does, without a gRPC call around it (and without metrics).
+  grpc::Status Handle(const serving::PredictRequest& request,
+                      serving::PredictResponse* response) const;
+
+ private:
+  // Handle, also counting the distinct signs with a row and without.
+  grpc::Status Handle(const serving::PredictRequest& request,
+                      serving::PredictResponse* response, size_t* hits,
+                      size_t* misses) const;
+
+  const ServingOptions options_;
+  ModelFollower follower_;
+};
+
+}  // namespace sampan
+
+#endif  // SAMPAN_SERVING_SERVING_H_

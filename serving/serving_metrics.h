@@ -1,0 +1,37 @@
+// The Prometheus metrics of `sampan serve` (common/metrics.h's registry):
+//   sampan_serving_requests_total{code}        Predict calls by gRPC code
+//   sampan_serving_request_duration_seconds    Predict latency histogram
+//   sampan_serving_examples_total              examples scored
+//   sampan_serving_row_lookups_total{result}   distinct signs looked up:
+//                                              "hit" (a row) or "miss"
+//   sampan_serving_model_version               version served (0: none or an
+//                                              exported model)
+//   sampan_serving_model_age_seconds           now - its VERSION's created
+//   sampan_serving_model_rows                  its sparse rows
+//   sampan_serving_version_loads_total         versions swapped in
+//   sampan_serving_version_load_failures_total versions refused
+// Process-wide and thread-safe.
+#ifndef SAMPAN_SERVING_SERVING_METRICS_H_
+#define SAMPAN_SERVING_SERVING_METRICS_H_
+
+#include <cstddef>
+
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "serving/model_follower.h"
+
+namespace sampan {
+
+// One Predict call's outcome.
+void RecordPredict(grpc::StatusCode code, absl::Duration latency,
+                   size_t examples, size_t hits, size_t misses);
+
+// A load's outcome (ModelFollower's on_load).
+void RecordLoad(const absl::Status& status, const ServedModel* loaded);
+
+// Refreshes the age gauge of `served` (may be null).
+void RecordAge(const ServedModel* served);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_SERVING_SERVING_METRICS_H_
