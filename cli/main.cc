@@ -29,6 +29,7 @@
 #include "coordinator/coordinator.h"
 #include "google/protobuf/text_format.h"
 #include "pserver/pserver.h"
+#include "serving/serving.h"
 #include "sparse_table/job_options.h"
 #include "trainer/data/synthetic.h"
 #include "trainer/eval_job.h"
@@ -81,6 +82,13 @@ commands:
   status [JOB.yaml] [--coordinator=HOST:PORT]
                           state, ranks, throughput, loss and AUC of a running
                           job (a local one from JOB.yaml alone)
+  serve JOB.yaml [--port=P] [--port_file=F] [--model=PATH] [--version=N]
+                          answer Predict calls (proto/serving.proto) from
+                          the job's model (serving: section; default the
+                          newest version under <output_dir>/versions,
+                          followed as training publishes); gRPC health is
+                          SERVING once a version is loaded. Also --host,
+                          --metrics_port, --metrics_port_file as below
   coordinator --config=F [--port=P] [--port_file=F]
   pserver --config=F --index=I [--coordinator=HOST:PORT] [--port=P]
           [--port_file=F]
@@ -393,6 +401,44 @@ int RunMain(int argc, char** argv) {
   return RunLocalJob(*config, resume);
 }
 
+int ServeMain(int argc, char** argv) {
+  BlockTerminationSignals();
+  SetLogRole("serve");
+  if (argc < 3 || absl::StartsWith(argv[2], "--")) {
+    return ConfigError(absl::InvalidArgumentError(
+        "usage: sampan serve JOB.yaml [--port=P] [--port_file=F] ..."));
+  }
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(argc, argv, 3,
+                   {"port", "port_file", "host", "model", "version",
+                    "metrics_port", "metrics_port_file"});
+  if (!flags.ok()) return ConfigError(flags.status());
+  absl::StatusOr<JobConfig> config = LoadAnyConfig(argv[2]);
+  if (!config.ok()) return ConfigError(config.status());
+  if (flags->Has("host"))
+    config->mutable_cluster()->set_host(flags->Get("host"));
+  if (flags->Has("model"))
+    config->mutable_serving()->set_model(flags->Get("model"));
+  config->mutable_serving()->set_version(
+      IntFlagOrExit(*flags, "version", config->serving().version()));
+  PredictService service(ServingOptionsFromJob(*config));
+  ServeOptions options;
+  options.host = config->cluster().host();
+  options.port = IntFlagOrExit(*flags, "port", config->serving().port());
+  options.port_file = flags->Get("port_file");
+  options.credentials = ServerCredentialsOrExit(*config);
+  options.tick = absl::Milliseconds(200);
+  options.ready = [&service] { return service.ready(); };
+  options.on_started = [&service](const std::string&) {
+    service.Start();
+    return absl::OkStatus();
+  };
+  auto metrics = MaybeStartMetrics(*flags, options.host);
+  absl::Status s = ServeUntilSignal(&service, options);
+  service.Stop();
+  return s.ok() ? 0 : Fail(s);
+}
+
 int TrainLocalMain(int argc, char** argv) {
   if (argc != 3) {
     return ConfigError(
@@ -521,6 +567,7 @@ int main(int argc, char** argv) {
   if (command == "render") return RenderMain(argc, argv);
   if (command == "submit") return SubmitMain(argc, argv);
   if (command == "status") return StatusMain(argc, argv);
+  if (command == "serve") return ServeMain(argc, argv);
   if (command == "coordinator") return CoordinatorMain(argc, argv);
   if (command == "pserver") return PserverMain(argc, argv);
   if (command == "trainer") return TrainerMain(argc, argv);

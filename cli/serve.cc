@@ -72,7 +72,14 @@ absl::Status ServeUntilSignal(grpc::Service* service,
     status = WritePortFile(options.port_file, port);
   }
   if (status.ok() && options.on_started) status = options.on_started(address);
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  bool serving = options.ready == nullptr;
+  if (!serving && health != nullptr) health->SetServingStatus(false);
   while (status.ok()) {
+    if (!serving && options.ready() && health != nullptr) {
+      health->SetServingStatus(true);
+      serving = true;
+    }
     const int sig = WaitForSignal(options.tick);
     if (sig != 0) {
       SAMPAN_LOG(INFO) << "signal " << sig << ": shutting down";

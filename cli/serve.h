@@ -25,6 +25,9 @@ struct ServeOptions {
   std::string port_file;
   // Called once serving with "host:port"; may start background work.
   std::function<absl::Status(const std::string& address)> on_started;
+  // When set, the health service answers NOT_SERVING until it returns true
+  // (checked at start and every tick); SERVING from the start otherwise.
+  std::function<bool()> ready;
   // Called about every `tick` while serving (heartbeats).
   std::function<void()> on_tick;
   absl::Duration tick = absl::Seconds(1);
