@@ -87,7 +87,7 @@ grpc::Status PredictService::Handle(const serving::PredictRequest& request,
                      response->mutable_probabilities()->mutable_data(), &ws);
   *misses = ws.keys.keys.size() - *hits;
   response->set_version(served->version);
-  response->set_pass(served->pass);
+  response->set_pass_name(served->pass);
   return grpc::Status::OK;
 }
 

@@ -235,7 +235,7 @@ TEST(Serving, DeepFmWithDenseInputsServesAsEvalScores) {
   PredictResponse response;
   ASSERT_TRUE(server.Predict(request, &response).ok());
   EXPECT_EQ(response.version(), 1u);
-  EXPECT_EQ(response.pass(), "20261201/1");
+  EXPECT_EQ(response.pass_name(), "20261201/1");
   for (int i = 0; i < 50; ++i) {
     EXPECT_NEAR(response.probabilities(i), want[i], 1e-6) << i;
   }
