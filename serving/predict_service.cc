@@ -51,12 +51,6 @@ std::shared_ptr<const ServedModel> PredictService::Current() const {
 }
 
 grpc::Status PredictService::Handle(const serving::PredictRequest& request,
-                                    serving::PredictResponse* response) const {
-  size_t hits = 0, misses = 0;
-  return Handle(request, response, &hits, &misses);
-}
-
-grpc::Status PredictService::Handle(const serving::PredictRequest& request,
                                     serving::PredictResponse* response,
                                     size_t* hits, size_t* misses) const {
   // One snapshot for the whole call: a swap meanwhile changes nothing here.
@@ -71,21 +65,12 @@ grpc::Status PredictService::Handle(const serving::PredictRequest& request,
         absl::StrCat("version ", request.version(), " is not served; ",
                      served->description, " is"));
   }
-  const ScoringModel& model = *served->scoring;
-  RequestShape shape;
-  shape.parse = model.parse;
-  shape.fields = model.model->fields();
-  shape.dense_dim = DenseDimOf(model.parse);
-  shape.max_examples = options_.max_examples_per_request;
-  shape.max_line_bytes = options_.max_line_bytes;
-  thread_local Batch batch;
-  thread_local ScoringWorkspace ws;
-  absl::Status s = RequestToBatch(request, shape, &batch);
+  RequestLimits limits;
+  limits.max_examples = options_.max_examples_per_request;
+  limits.max_line_bytes = options_.max_line_bytes;
+  absl::Status s =
+      ScoreRequest(request, *served->scoring, limits, response, hits, misses);
   if (!s.ok()) return ToGrpc(s);
-  response->mutable_probabilities()->Resize(int(batch.size()), 0.0f);
-  *hits = ScoreBatch(model, &batch,
-                     response->mutable_probabilities()->mutable_data(), &ws);
-  *misses = ws.keys.keys.size() - *hits;
   response->set_version(served->version);
   response->set_pass_name(served->pass);
   return grpc::Status::OK;

@@ -121,4 +121,27 @@ absl::Status RequestToBatch(const serving::PredictRequest& request,
   return absl::OkStatus();
 }
 
+absl::Status ScoreRequest(const serving::PredictRequest& request,
+                          const ScoringModel& model,
+                          const RequestLimits& limits,
+                          serving::PredictResponse* response, size_t* hits,
+                          size_t* misses) {
+  RequestShape shape;
+  shape.parse = model.parse;
+  shape.fields = model.model->fields();
+  shape.dense_dim = DenseDimOf(model.parse);
+  shape.max_examples = limits.max_examples;
+  shape.max_line_bytes = limits.max_line_bytes;
+  thread_local Batch batch;
+  thread_local ScoringWorkspace ws;
+  absl::Status s = RequestToBatch(request, shape, &batch);
+  if (!s.ok()) return s;
+  response->mutable_probabilities()->Resize(int(batch.size()), 0.0f);
+  const size_t found = ScoreBatch(
+      model, &batch, response->mutable_probabilities()->mutable_data(), &ws);
+  if (hits != nullptr) *hits = found;
+  if (misses != nullptr) *misses = ws.keys.keys.size() - found;
+  return absl::OkStatus();
+}
+
 }  // namespace sampan

@@ -1,7 +1,7 @@
 // A Predict request (proto/serving.proto) as the Batch a model scores: raw
 // lines through the one parser of the model's format (trainer/data/
-// formats.h), or already-hashed examples checked against the model's shape.
-// Pure functions: safe from any thread.
+// formats.h), or already-hashed examples checked against the model's shape;
+// then scored (trainer/scoring.h). Safe from any thread.
 #ifndef SAMPAN_SERVING_REQUEST_BATCH_H_
 #define SAMPAN_SERVING_REQUEST_BATCH_H_
 
@@ -11,6 +11,7 @@
 #include "proto/serving.pb.h"
 #include "trainer/data/batch.h"
 #include "trainer/data/formats.h"
+#include "trainer/scoring.h"
 
 namespace sampan {
 
@@ -34,6 +35,22 @@ struct RequestShape {
 // (its value is ignored).
 absl::Status RequestToBatch(const serving::PredictRequest& request,
                             const RequestShape& shape, Batch* batch);
+
+// Request limits of a server.
+struct RequestLimits {
+  size_t max_examples = 1000;
+  size_t max_line_bytes = 1 << 16;
+};
+
+// What a Predict call does with the version it took: RequestToBatch for
+// `model`'s shape, then ScoreBatch into response->probabilities. Errors as
+// RequestToBatch (the response is then unchanged). `hits`, when not null,
+// receives the distinct signs the model had a row for, `misses` the others.
+absl::Status ScoreRequest(const serving::PredictRequest& request,
+                          const ScoringModel& model,
+                          const RequestLimits& limits,
+                          serving::PredictResponse* response,
+                          size_t* hits = nullptr, size_t* misses = nullptr);
 
 }  // namespace sampan
 

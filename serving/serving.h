@@ -68,12 +68,9 @@ class PredictService final : public serving::Predictor::Service {
                        const serving::PredictRequest* request,
                        serving::PredictResponse* response) override;
 
-  // What Predict does, without a gRPC call around it (and without metrics).
-  grpc::Status Handle(const serving::PredictRequest& request,
-                      serving::PredictResponse* response) const;
-
  private:
-  // Handle, also counting the distinct signs with a row and without.
+  // Predict without metrics; counts the distinct signs with a row and
+  // without.
   grpc::Status Handle(const serving::PredictRequest& request,
                       serving::PredictResponse* response, size_t* hits,
                       size_t* misses) const;
