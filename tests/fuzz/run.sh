@@ -33,6 +33,12 @@ build criteo_reader_fuzzer tests/fuzz/criteo_reader_fuzzer.cc \
   trainer/data/holdout.cc -lz
 build config_fuzzer tests/fuzz/config_fuzzer.cc common/config.cc common/yaml_proto.cc \
   "$GEN/proto/job.pb.cc" -lyaml-cpp -lprotobuf
+# The handler every Predict call runs, on an in-memory model.
+build predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
+  trainer/scoring.cc trainer/data/formats.cc trainer/model/ctr_model.cc \
+  trainer/model/layers.cc trainer/model/gpu_mlp_unavailable.cc common/log.cc \
+  "$GEN/proto/serving.pb.cc" "$GEN/proto/job.pb.cc" \
+  "$GEN/proto/model_version.pb.cc" -lprotobuf
 # The pserver's own sources, from Bazel's graph, so that a file split or
 # added there needs no edit here.
 mapfile -t PSERVER_SRCS < <(bazel query "kind('source file', deps(//pserver:pserver))" \
@@ -46,14 +52,15 @@ build rpc_fuzzer tests/fuzz/rpc_fuzzer.cc "${PSERVER_SRCS[@]}" \
 # Seeds: hand-written lines, the example configs, a few requests.
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
-mkdir -p "$seeds"/{criteo,config,rpc}
+mkdir -p "$seeds"/{criteo,config,rpc,predict}
 cp tests/fuzz/corpus/criteo/* "$seeds/criteo/"
 cp configs/*.yaml "$seeds/config/"
 cp tests/fuzz/corpus/rpc/* "$seeds/rpc/"
+cp tests/fuzz/corpus/predict/* "$seeds/predict/"
 
 failed=0
 for target in criteo_parser_fuzzer:criteo criteo_reader_fuzzer:criteo \
-    config_fuzzer:config rpc_fuzzer:rpc; do
+    config_fuzzer:config rpc_fuzzer:rpc predict_fuzzer:predict; do
   name=${target%%:*}; corpus=${target##*:}
   mkdir -p "$OUT/corpus-$corpus" "$OUT/crashes-$name"
   echo "running $name for ${SECONDS_EACH}s"
