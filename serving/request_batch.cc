@@ -40,10 +40,10 @@ absl::Status CheckSlots(size_t index, const Batch& batch, size_t begin,
 
 absl::Status AddLine(size_t index, const std::string& line,
                      const RequestShape& shape, Batch* batch) {
-  if (line.size() > shape.max_line_bytes) {
-    return Bad(index,
-               absl::StrCat("line of ", line.size(),
-                            " bytes: expected at most ", shape.max_line_bytes));
+  if (line.size() > shape.limits.max_line_bytes) {
+    return Bad(index, absl::StrCat("line of ", line.size(),
+                                   " bytes: expected at most ",
+                                   shape.limits.max_line_bytes));
   }
   const size_t begin = batch->signs.size();
   float label = 0;
@@ -100,13 +100,13 @@ absl::Status RequestToBatch(const serving::PredictRequest& request,
         std::to_string(request.examples_size()) + " examples)");
   }
   if (n == 0) return absl::InvalidArgumentError("no examples: empty batch");
-  if (n > shape.max_examples) {
-    return Bad(
-        shape.max_examples,
-        absl::StrCat("one too many: expected at most ", shape.max_examples,
-                     " examples per request "
-                     "(serving.max_examples_per_request), got ",
-                     n));
+  if (n > shape.limits.max_examples) {
+    return Bad(shape.limits.max_examples,
+               absl::StrCat("one too many: expected at most ",
+                            shape.limits.max_examples,
+                            " examples per request "
+                            "(serving.max_examples_per_request), got ",
+                            n));
   }
   batch->Clear();
   batch->dense_dim = shape.dense_dim;
@@ -130,8 +130,7 @@ absl::Status ScoreRequest(const serving::PredictRequest& request,
   shape.parse = model.parse;
   shape.fields = model.model->fields();
   shape.dense_dim = DenseDimOf(model.parse);
-  shape.max_examples = limits.max_examples;
-  shape.max_line_bytes = limits.max_line_bytes;
+  shape.limits = limits;
   thread_local Batch batch;
   thread_local ScoringWorkspace ws;
   absl::Status s = RequestToBatch(request, shape, &batch);

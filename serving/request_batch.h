@@ -15,6 +15,13 @@
 
 namespace sampan {
 
+// Request limits of a server (serving.max_examples_per_request,
+// serving.max_line_bytes).
+struct RequestLimits {
+  size_t max_examples = 1000;
+  size_t max_line_bytes = 1 << 16;
+};
+
 // What a request must fit: the model's input shape and the server's limits.
 struct RequestShape {
   ParseOptions parse;
@@ -22,8 +29,7 @@ struct RequestShape {
   int fields = 39;
   // Dense inputs per example (DenseDimOf(parse)).
   int dense_dim = 0;
-  size_t max_examples = 1000;
-  size_t max_line_bytes = 1 << 16;
+  RequestLimits limits;
 };
 
 // Fills `batch` (labels all 0) with the request's examples. InvalidArgument
@@ -35,12 +41,6 @@ struct RequestShape {
 // (its value is ignored).
 absl::Status RequestToBatch(const serving::PredictRequest& request,
                             const RequestShape& shape, Batch* batch);
-
-// Request limits of a server.
-struct RequestLimits {
-  size_t max_examples = 1000;
-  size_t max_line_bytes = 1 << 16;
-};
 
 // What a Predict call does with the version it took: RequestToBatch for
 // `model`'s shape, then ScoreBatch into response->probabilities. Errors as

@@ -21,20 +21,11 @@ struct Metrics {
   prometheus::Counter* load_failures;
 };
 
-prometheus::Gauge* Gauge(const std::string& name, const std::string& help) {
-  return &prometheus::BuildGauge()
-              .Name(name)
-              .Help(help)
-              .Register(MetricsRegistry())
-              .Add({});
-}
-
-prometheus::Counter* Counter(const std::string& name, const std::string& help) {
-  return &prometheus::BuildCounter()
-              .Name(name)
-              .Help(help)
-              .Register(MetricsRegistry())
-              .Add({});
+// The one unlabeled metric of a new family built by `builder`.
+template <typename Builder>
+auto* Single(Builder builder, const std::string& name,
+             const std::string& help) {
+  return &builder.Name(name).Help(help).Register(MetricsRegistry()).Add({});
 }
 
 Metrics* Build() {
@@ -49,8 +40,9 @@ Metrics* Build() {
                     .Help("Predict calls' time from arrival to answer.")
                     .Register(r)
                     .Add({}, LatencyBuckets());
-  m->examples = Counter("sampan_serving_examples_total",
-                        "Examples scored by Predict calls.");
+  m->examples =
+      Single(prometheus::BuildCounter(), "sampan_serving_examples_total",
+             "Examples scored by Predict calls.");
   auto& lookups = prometheus::BuildCounter()
                       .Name("sampan_serving_row_lookups_total")
                       .Help(
@@ -59,19 +51,20 @@ Metrics* Build() {
                       .Register(r);
   m->hits = &lookups.Add({{"result", "hit"}});
   m->misses = &lookups.Add({{"result", "miss"}});
-  m->version = Gauge("sampan_serving_model_version",
-                     "Model version served (0: none yet, or an exported "
-                     "model).");
-  m->age = Gauge("sampan_serving_model_age_seconds",
-                 "Seconds since the served version was published.");
-  m->rows =
-      Gauge("sampan_serving_model_rows", "Sparse rows of the served version.");
-  m->loads = Counter("sampan_serving_version_loads_total",
-                     "Model versions verified and swapped in.");
-  m->load_failures =
-      Counter("sampan_serving_version_load_failures_total",
-              "Model versions refused (corrupt, half-written, another model) "
-              "or unreadable LATEST pointers.");
+  m->version = Single(prometheus::BuildGauge(), "sampan_serving_model_version",
+                      "Model version served (0: none yet, or an exported "
+                      "model).");
+  m->age = Single(prometheus::BuildGauge(), "sampan_serving_model_age_seconds",
+                  "Seconds since the served version was published.");
+  m->rows = Single(prometheus::BuildGauge(), "sampan_serving_model_rows",
+                   "Sparse rows of the served version.");
+  m->loads =
+      Single(prometheus::BuildCounter(), "sampan_serving_version_loads_total",
+             "Model versions verified and swapped in.");
+  m->load_failures = Single(
+      prometheus::BuildCounter(), "sampan_serving_version_load_failures_total",
+      "Model versions refused (corrupt, half-written, another model) "
+      "or unreadable LATEST pointers.");
   return m;
 }
 

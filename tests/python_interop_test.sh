@@ -5,19 +5,11 @@ set -euo pipefail
 
 SAMPAN="${TEST_SRCDIR}/${TEST_WORKSPACE}/cli/sampan"
 PROBE="${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/ps_probe"
-PROTO_DIR="${TEST_SRCDIR}/${TEST_WORKSPACE}/proto"
 SCRIPT="${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/ps_interop.py"
-PY=/usr/bin/python3
 TMP="${TEST_TMPDIR}"
 
-if ! "$PY" -c "import grpc, grpc_tools" 2>/dev/null; then
-  echo "FAIL: /usr/bin/python3 lacks grpcio/grpc_tools (scripts/install-deps.sh installs them)"
-  exit 1
-fi
-
-mkdir -p "$TMP/gen"
-"$PY" -m grpc_tools.protoc -I"$PROTO_DIR" --python_out="$TMP/gen" \
-  --grpc_python_out="$TMP/gen" "$PROTO_DIR/ps.proto"
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/python_grpc.sh"
+python_stubs "$TMP/gen" ps.proto
 
 cat > "$TMP/job.yaml" <<YAML
 cluster: {num_pservers: 1, num_trainers: 1}

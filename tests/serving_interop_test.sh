@@ -7,19 +7,12 @@
 set -euo pipefail
 
 SAMPAN="${TEST_SRCDIR}/${TEST_WORKSPACE}/cli/sampan"
-PROTO_DIR="${TEST_SRCDIR}/${TEST_WORKSPACE}/proto"
 CLIENT="${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/serving_client.py"
-PY=/usr/bin/python3
 TMP="${TEST_TMPDIR}"
 
-if ! "$PY" -c "import grpc, grpc_tools" 2>/dev/null; then
-  echo "FAIL: /usr/bin/python3 lacks grpcio/grpc_tools (scripts/install-deps.sh installs them)"
-  exit 1
-fi
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/python_grpc.sh"
 command -v promtool > /dev/null || { echo "FAIL: promtool missing (install-deps installs prometheus)"; exit 1; }
-mkdir -p "$TMP/gen"
-"$PY" -m grpc_tools.protoc -I"$PROTO_DIR" --python_out="$TMP/gen" \
-  --grpc_python_out="$TMP/gen" "$PROTO_DIR/serving.proto"
+python_stubs "$TMP/gen" serving.proto
 
 "$SAMPAN" gen-data --out="$TMP/data" --rows=3000 --seed=5 > /dev/null
 cat > "$TMP/job.yaml" <<YAML
