@@ -370,6 +370,10 @@ TEST(Serving, SwapUnderLoadAndRefusedVersions) {
   EXPECT_TRUE(server.service().Refresh().ok());
   ASSERT_TRUE(PredictLines(&server, lines, 0, 10, &response).ok());
   EXPECT_EQ(response.version(), 5u);
+  EXPECT_EQ(MetricValue("sampan_serving_model_version"), 5);
+  const double age = MetricValue("sampan_serving_model_age_seconds");
+  EXPECT_GE(age, 0);
+  EXPECT_LT(age, 60);
 
   // A call pinned to another version than the one served.
   PredictRequest pinned;
