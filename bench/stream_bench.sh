@@ -7,6 +7,9 @@
 #    and p99 over the passes, and how long training waited per pass;
 #  - the versions: delta and base size and write time, bytes per exported
 #    row against bytes per row of the same rows in a RocksDB table;
+#  - end to end: seconds from a pass's marker to the first Predict answered
+#    by `sampan serve` (beside the job, following LATEST) with the version
+#    that includes the pass;
 #  - warm start load rate (rows/s) into the memory and RocksDB backends
 #    (BulkLoad; RocksDB: one SST file ingested) against db_bench fillrandom
 #    on the same key and value sizes (9-byte keys, the table's stored row).
@@ -49,18 +52,45 @@ $3
 YAML
 }
 
-# 1. Freshness: markers released every INTERVAL seconds.
-job fresh MEMORY ""
+# 1. Freshness: markers released every INTERVAL seconds; `sampan serve`
+# follows the job's versions, probed by a Python gRPC client.
+job fresh MEMORY "serving: {poll_seconds: 0.2}"
+python3 -m grpc_tools.protoc -Iproto --python_out="$DIR" \
+  --grpc_python_out="$DIR" proto/serving.proto
+first_part=$(ls "$DIR"/data/*/*/part-* | head -1)
+head -100 "$first_part" > "$DIR/probe.tsv"
 "$SAMPAN" run "$DIR/fresh.yaml" > "$DIR/fresh.out" 2>&1 &
 pid=$!
+mkdir -p "$DIR/fresh"
+"$SAMPAN" serve "$DIR/fresh.yaml" --port_file="$DIR/serve.port" > "$DIR/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do [ -s "$DIR/serve.port" ] && break; sleep 0.1; done
+served() {
+  python3 tests/serving_client.py "$DIR" "127.0.0.1:$(cat "$DIR/serve.port")" \
+    predict "$DIR/probe.tsv" 2>/dev/null | sed -n '1s/^version \([0-9]*\) .*/\1/p'
+}
+: > "$DIR/e2e.txt"
 i=0
 for m in $(ls "$DIR/markers" | sort); do
-  sleep $([ $i -eq 0 ] && echo 3 || echo "$INTERVAL")
+  sleep $([ $i -eq 0 ] && echo 3 || echo 1)
   d=$(echo "$m" | sed 's|-|/|')
   touch "$DIR/data/$d/_SUCCESS"
+  t0=$(date +%s.%N)
   i=$((i + 1))
+  until [ "$(served)" = "$i" ]; do
+    sleep 0.1
+    awk -v a="$t0" -v b="$(date +%s.%N)" -v l="$INTERVAL" 'BEGIN { exit !(b - a > 3 * l) }' && break
+  done
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }' >> "$DIR/e2e.txt"
+  left=$(awk -v a="$t0" -v b="$t1" -v l="$INTERVAL" 'BEGIN { s = l - 1 - (b - a); print (s > 0 ? s : 0) }')
+  sleep "$left"
 done
 wait $pid || { echo "fresh job failed"; tail "$DIR/fresh.out"; exit 1; }
+kill $server; wait $server 2>/dev/null
+sort -n "$DIR/e2e.txt" | awk '{ v[NR] = $1 } END {
+  printf "end to end (marker -> first prediction by its version): median %.2f s, max %.2f s over %d passes\n",
+    (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR], NR }'
 tail -n $((PASSES + 3)) "$DIR/fresh.out"
 
 python3 - "$DIR" <<'PY'
