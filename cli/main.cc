@@ -289,6 +289,13 @@ int PserverMain(int argc, char** argv) {
       !loaded.ok()) {
     return Fail(loaded.status());
   }
+  if (tables.size() > 1) {
+    if (absl::StatusOr<uint64_t> loaded =
+            LoadInitDenseRows(inv.config, index, tables[1].get());
+        !loaded.ok()) {
+      return Fail(loaded.status());
+    }
+  }
   auto pserver = Pserver::Create(ps_options, std::move(tables));
 
   ServeOptions options;

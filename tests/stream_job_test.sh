@@ -142,6 +142,31 @@ done
 awk -v w="$warm_auc" -v c="$cold_auc" 'BEGIN { exit !(w != "" && c != "" && w > c + 0.05) }' \
   && pass "warm start from day 1 scores day 2's pass $warm_auc against $cold_auc cold" \
   || fail "warm start AUC '$warm_auc' not above cold '$cold_auc' + 0.05"
+# The warm job scored the pass with exactly the init model: its progressive
+# logloss is eval's of v-000004 on the same rows.
+cat "$data"/20261202/06/part-* > "$TMP/pass-0206.tsv"
+want=$("$SAMPAN" eval "$TMP/s1/versions/v-000004" "$TMP/pass-0206.tsv" 2>/dev/null |
+  sed -n 's/.*logloss \([^ ]*\) .*/\1/p')
+got=$(awk -F'\t' 'NR == 2 { print $5 }' "$TMP/warm/passes.tsv")
+[ -n "$want" ] && [ "$want" = "$got" ] \
+  && pass "the warm job starts from exactly the init model (logloss $got = eval's)" \
+  || fail "warm start logloss '$got', eval of the init model '$want'"
+# ASYNC: the dense weights come back through the pservers' dense table.
+job="$TMP/async-day1"
+write_config "$job" ""
+sed -i 's/model: {type: FM, embedding_dim: 4}/model: {type: DEEPFM, embedding_dim: 4, hidden: [8], mode: ASYNC}/; s|    idle_stop_seconds: 6|    end_pass: "20261201/18"|' "$job.yaml"
+"$SAMPAN" run "$job.yaml" > /dev/null 2>&1 || fail "ASYNC day 1 job"
+job="$TMP/async-warm"
+write_config "$job" ""
+sed -i 's/model: {type: FM, embedding_dim: 4}/model: {type: DEEPFM, embedding_dim: 4, hidden: [8], mode: ASYNC}/; s|    idle_stop_seconds: 6|    start_pass: "20261202/06"\n    end_pass: "20261202/06"|' "$job.yaml"
+echo "init_model: $TMP/async-day1/versions" >> "$job.yaml"
+out=$("$SAMPAN" run "$job.yaml" 2>&1) || fail "ASYNC warm job: $(tail -3 <<< "$out")"
+want=$("$SAMPAN" eval "$TMP/async-day1/versions" "$TMP/pass-0206.tsv" 2>/dev/null |
+  sed -n 's/.*logloss \([^ ]*\) .*/\1/p')
+got=$(awk -F'\t' 'NR == 2 { print $5 }' "$job/passes.tsv" 2>/dev/null)
+[ -n "$want" ] && [ "$want" = "$got" ] \
+  && pass "ASYNC DeepFM warm start: sparse rows and the dense table exactly the init model's (logloss $got)" \
+  || fail "ASYNC warm start logloss '$got', eval of the init model '$want'"
 init_rows=$(rows_of "$TMP/s1/versions/v-000004")
 warm_rows=$(rows_of "$TMP/warm/versions")
 [ "$warm_rows" -gt "$init_rows" ] \

@@ -9,6 +9,8 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "sparse_table/job_options.h"
+#include "trainer/async_dense.h"
+#include "trainer/local_job.h"
 #include "trainer/model_version.h"
 
 namespace sampan {
@@ -65,13 +67,6 @@ std::vector<std::string> ShapeDifferences(const JobConfig& model,
 
 absl::Status CheckInitModel(const JobConfig& config) {
   if (config.init_model().empty()) return absl::OkStatus();
-  if (HasDenseTable(config)) {
-    return Named(config,
-                 absl::InvalidArgumentError(
-                     "a job with the pservers' dense table (model.mode "
-                     "ASYNC, or LR/FM with dense inputs) cannot warm start "
-                     "yet"));
-  }
   absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
   if (!m.ok()) return Named(config, m.status());
   const std::vector<std::string> d = ShapeDifferences(m->config, config);
@@ -81,6 +76,58 @@ absl::Status CheckInitModel(const JobConfig& config) {
                                           absl::StrJoin(d, "; "))));
   }
   return absl::OkStatus();
+}
+
+// Appends to keys/values the rows of `rows` (row_dim floats each, under
+// `all_keys`) that live on pserver `index`; returns how many.
+size_t OwnRows(const JobConfig& config, int index,
+               const std::vector<uint64_t>& all_keys, const float* rows,
+               int row_dim, std::vector<uint64_t>* keys,
+               std::vector<float>* values) {
+  const uint32_t shards = config.table().num_shards();
+  const uint32_t pservers = config.cluster().num_pservers();
+  size_t n = 0;
+  for (size_t i = 0; i < all_keys.size(); ++i) {
+    if (PserverOfShard(ShardOf(all_keys[i], shards), pservers) !=
+        static_cast<uint32_t>(index)) {
+      continue;
+    }
+    keys->push_back(all_keys[i]);
+    values->insert(values->end(), rows + i * row_dim, rows + (i + 1) * row_dim);
+    ++n;
+  }
+  return n;
+}
+
+absl::StatusOr<uint64_t> LoadInitDenseRows(const JobConfig& config, int index,
+                                           SparseTable* table) {
+  if (config.init_model().empty() || !HasDenseTable(config)) return 0;
+  if (table->Stats().rows > 0) return 0;
+  absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config);
+  if (!o.ok()) return o.status();
+  const CtrModel model(o->model);
+  absl::StatusOr<DenseModelState> dense = LoadInitDense(config, model);
+  if (!dense.ok()) return dense.status();
+  const AsyncDense layout(model, model.row_dim());
+  // The rows hold offsets from the initialisation: Weights(zero rows).
+  const int dim = model.row_dim();
+  std::vector<float> rows(layout.keys().size() * dim, 0.0f);
+  std::vector<float> offsets(layout.size());
+  layout.Weights(rows.data(), offsets.data());
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    offsets[i] = dense->weights[i] - offsets[i];
+  }
+  layout.GradRows(offsets.data(), 1.0f, rows.data());
+  std::vector<uint64_t> keys;
+  std::vector<float> values;
+  OwnRows(config, index, layout.keys(), rows.data(), dim, &keys, &values);
+  if (absl::Status s = table->BulkLoad(keys, values.data()); !s.ok()) {
+    return Named(config, s);
+  }
+  SAMPAN_LOG(INFO) << "pserver " << index << ": warm start: " << keys.size()
+                   << " of " << layout.keys().size()
+                   << " dense-table rows loaded";
+  return keys.size();
 }
 
 absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
@@ -103,19 +150,20 @@ absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
                                           "pulls ",
                                           table->pull_dim())));
   }
-  const uint32_t shards = config.table().num_shards();
-  const uint32_t pservers = config.cluster().num_pservers();
+  // In key order, as the index maps them to rows.
+  std::vector<uint64_t> all_keys(rows.index.size());
+  std::vector<float> ordered(rows.index.size() * rows.row_dim);
+  size_t i = 0;
+  for (const auto& [key, row] : rows.index) {
+    all_keys[i] = key;
+    std::copy_n(&rows.rows[size_t{row} * rows.row_dim], rows.row_dim,
+                &ordered[i * rows.row_dim]);
+    ++i;
+  }
   std::vector<uint64_t> keys;
   std::vector<float> values;
-  for (const auto& [key, row] : rows.index) {
-    if (PserverOfShard(ShardOf(key, shards), pservers) !=
-        static_cast<uint32_t>(index)) {
-      continue;
-    }
-    keys.push_back(key);
-    const float* r = &rows.rows[size_t{row} * rows.row_dim];
-    values.insert(values.end(), r, r + rows.row_dim);
-  }
+  OwnRows(config, index, all_keys, ordered.data(), rows.row_dim, &keys,
+          &values);
   const absl::Time read = absl::Now();
   if (absl::Status s = table->BulkLoad(keys, values.data()); !s.ok()) {
     return Named(config, s);

@@ -7,7 +7,8 @@
 //    chain checked against its manifest) and compares its shape with the
 //    job's; a model that cannot be read or is another model is an error
 //    naming init_model and what differs, found before anything starts.
-//  - LoadInitRows gives pserver `index` exactly the rows of its own shards
+//  - LoadInitRows (and LoadInitDenseRows, for the dense table) gives
+//    pserver `index` exactly the rows of its own shards
 //    (common/hash.h), [w, v] as the model holds them, in one BulkLoad
 //    (RocksDB: one ingested SST file; statistics and optimizer state start
 //    fresh), and only into an empty table: a restarted pserver or a resumed
@@ -36,6 +37,13 @@ absl::Status CheckInitModel(const JobConfig& config);
 // Rows loaded (0 when the table had rows already or without init_model).
 absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
                                       SparseTable* table);
+
+// The same for the pservers' dense table (model.mode ASYNC; LR/FM with
+// dense inputs): init_model's dense weights laid out as that table's rows
+// (trainer/async_dense.h: offsets from the model's own initialisation),
+// pserver `index`'s share of them. The dense optimizer's state starts fresh.
+absl::StatusOr<uint64_t> LoadInitDenseRows(const JobConfig& config, int index,
+                                           SparseTable* table);
 
 // The init model's keys with key % parts == part, sorted: what the first
 // base of a warm-started stream holds besides the keys it trained.
