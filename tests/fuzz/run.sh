@@ -26,12 +26,21 @@ build() {  # name sources... -- libs...
   clang++ "${FLAGS[@]}" -o "$OUT/$name" "$@" $ABSL -lpthread
 }
 
+# A target's own .cc files from Bazel's graph, so that a file split or added
+# there needs no edit here.
+srcs_of() {
+  bazel query "kind('source file', deps($1))" 2>/dev/null |
+    sed -n 's|^//\([^:]*\):\(.*\.cc\)$|\1/\2|p' | grep -v '_test\.cc$'
+}
+
 build criteo_parser_fuzzer tests/fuzz/criteo_parser_fuzzer.cc \
   trainer/data/formats.cc
 build criteo_reader_fuzzer tests/fuzz/criteo_reader_fuzzer.cc \
   trainer/data/criteo_reader.cc trainer/data/formats.cc \
   trainer/data/holdout.cc -lz
-build config_fuzzer tests/fuzz/config_fuzzer.cc common/config.cc common/yaml_proto.cc \
+mapfile -t CONFIG_SRCS < <(srcs_of //common:config)
+[ ${#CONFIG_SRCS[@]} -gt 0 ] || { echo "FAIL: bazel query found no config sources"; exit 1; }
+build config_fuzzer tests/fuzz/config_fuzzer.cc "${CONFIG_SRCS[@]}" \
   "$GEN/proto/job.pb.cc" -lyaml-cpp -lprotobuf
 # The handler every Predict call runs, on an in-memory model.
 build predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
@@ -39,10 +48,7 @@ build predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
   trainer/model/layers.cc trainer/model/gpu_mlp_unavailable.cc common/log.cc \
   "$GEN/proto/serving.pb.cc" "$GEN/proto/job.pb.cc" \
   "$GEN/proto/model_version.pb.cc" -lprotobuf
-# The pserver's own sources, from Bazel's graph, so that a file split or
-# added there needs no edit here.
-mapfile -t PSERVER_SRCS < <(bazel query "kind('source file', deps(//pserver:pserver))" \
-  2>/dev/null | sed -n 's|^//\([^:]*\):\(.*\.cc\)$|\1/\2|p' | grep -v '_test\.cc$')
+mapfile -t PSERVER_SRCS < <(srcs_of //pserver:pserver)
 [ ${#PSERVER_SRCS[@]} -gt 0 ] || { echo "FAIL: bazel query found no pserver sources"; exit 1; }
 build rpc_fuzzer tests/fuzz/rpc_fuzzer.cc "${PSERVER_SRCS[@]}" \
   "$GEN/proto/ps.pb.cc" "$GEN/proto/ps.grpc.pb.cc" \
