@@ -55,7 +55,7 @@ YAML
 # 1. Freshness: markers released every INTERVAL seconds; `sampan serve`
 # follows the job's versions, probed by a Python gRPC client.
 job fresh MEMORY "serving: {poll_seconds: 0.2}"
-python3 -m grpc_tools.protoc -Iproto --python_out="$DIR" \
+/usr/bin/python3 -m grpc_tools.protoc -Iproto --python_out="$DIR" \
   --grpc_python_out="$DIR" proto/serving.proto
 first_part=$(ls "$DIR"/data/*/*/part-* | head -1)
 head -100 "$first_part" > "$DIR/probe.tsv"
@@ -66,7 +66,7 @@ mkdir -p "$DIR/fresh"
 server=$!
 for _ in $(seq 1 100); do [ -s "$DIR/serve.port" ] && break; sleep 0.1; done
 served() {
-  python3 tests/serving_client.py "$DIR" "127.0.0.1:$(cat "$DIR/serve.port")" \
+  /usr/bin/python3 tests/serving_client.py "$DIR" "127.0.0.1:$(cat "$DIR/serve.port")" \
     predict "$DIR/probe.tsv" 2>/dev/null | sed -n '1s/^version \([0-9]*\) .*/\1/p'
 }
 : > "$DIR/e2e.txt"
