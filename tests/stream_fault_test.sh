@@ -76,7 +76,10 @@ kill_case() {  # dir what victim-pattern version restart-word [expect]
   pid=$!
   if wait_version "$job" "$4" $pid; then
     sleep 0.$((RANDOM % 4))
-    pkill -9 -f -- "$3" && pass "$2: SIGKILL after $4"
+    pkill -9 -f -- "$3" && pass "$2: SIGKILL after $4" \
+      || fail "$2: no process matched $3 to kill"
+  else
+    fail "$2: $4 was never published, so nothing was killed"
   fi
   wait $pid; rc=$?
   [ $rc -eq 0 ] && grep -q "$5 restart" "$job.out" \
@@ -99,7 +102,8 @@ job="$TMP/job-kill"
 write_config "$job"
 "$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 &
 pid=$!
-wait_version "$job" v-000004 $pid && sleep 0.$((RANDOM % 4))
+wait_version "$job" v-000004 $pid && sleep 0.$((RANDOM % 4)) \
+  || fail "job kill: v-000004 was never published before the kill"
 kill -9 $pid; wait $pid 2>/dev/null
 for _ in $(seq 1 50); do [ -z "$(leftover "$job")" ] && break; sleep 0.1; done
 done_before=$(tail -n +2 "$job/passes.tsv" | wc -l)

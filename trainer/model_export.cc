@@ -116,7 +116,7 @@ std::string DenseModelPath(const std::string& dir) {
 
 absl::Status ExportSparsePart(const std::string& dir, int part,
                               std::vector<uint64_t> keys, int row_dim,
-                              const RowReader& read) {
+                              const RowReader& read, bool drop_zero_rows) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -130,6 +130,20 @@ absl::Status ExportSparsePart(const std::string& dir, int part,
     absl::Status s = read(absl::MakeConstSpan(keys.data() + begin, n),
                           rows.data() + begin * row_dim);
     if (!s.ok()) return s;
+  }
+  if (drop_zero_rows) {
+    size_t kept = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const float* r = &rows[i * row_dim];
+      if (std::all_of(r, r + row_dim, [](float v) { return v == 0.0f; })) {
+        continue;
+      }
+      keys[kept] = keys[i];
+      std::copy_n(r, row_dim, &rows[kept * row_dim]);
+      ++kept;
+    }
+    keys.resize(kept);
+    rows.resize(kept * row_dim);
   }
   BodyWriter w;
   w.Put(uint32_t(row_dim));

@@ -52,10 +52,13 @@ using RowReader =
     std::function<absl::Status(absl::Span<const uint64_t> keys, float* out)>;
 
 // Writes part `part` of `dir`: the rows of `keys` (any order, unique) read
-// through `read` in chunks. Creates `dir` when missing.
+// through `read` in chunks. Creates `dir` when missing. With
+// `drop_zero_rows`, keys whose row reads all zeros (no row: deleted, never
+// admitted) are left out, as model versions want.
 absl::Status ExportSparsePart(const std::string& dir, int part,
                               std::vector<uint64_t> keys, int row_dim,
-                              const RowReader& read);
+                              const RowReader& read,
+                              bool drop_zero_rows = false);
 
 // Writes job.pbtxt, then MODEL; call once every part and dense.bin exist.
 absl::Status FinishModelDir(const std::string& dir, const JobConfig& config,

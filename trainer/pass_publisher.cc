@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -27,9 +26,6 @@ std::string ScoreKey(uint64_t generation, uint64_t pass, int rank) {
 }
 
 double NowSeconds() { return absl::ToUnixMicros(absl::Now()) * 1e-6; }
-
-// Keys pulled per request while exporting.
-constexpr size_t kExportChunk = 1 << 16;
 
 }  // namespace
 
@@ -83,36 +79,14 @@ absl::Status PassPublisher::WritePart(const std::string& dir,
                                       std::vector<uint64_t> keys) {
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  const int dim = o_.model->row_dim();
-  std::vector<float> rows(keys.size() * dim);
-  for (size_t i = 0; i < keys.size(); i += kExportChunk) {
-    const size_t n = std::min(kExportChunk, keys.size() - i);
-    absl::Status s = o_.ps->Pull(absl::MakeConstSpan(keys).subspan(i, n),
-                                 /*is_training=*/false, &rows[i * dim]);
-    if (!s.ok()) return s;
-  }
   // A row that reads all zeros has no row on the pservers (deleted by the
   // shrink, or never admitted): a key without a row scores as zeros.
-  absl::flat_hash_map<uint64_t, size_t> kept;
-  std::vector<uint64_t> kept_keys;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const float* r = &rows[i * dim];
-    if (std::all_of(r, r + dim, [](float v) { return v == 0.0f; })) continue;
-    kept.emplace(keys[i], i);
-    kept_keys.push_back(keys[i]);
-  }
   return ExportSparsePart(
-      dir, o_.rank, std::move(kept_keys), dim,
-      [&](absl::Span<const uint64_t> want, float* out) {
-        for (size_t j = 0; j < want.size(); ++j) {
-          auto it = kept.find(want[j]);
-          if (it == kept.end()) {
-            return absl::InternalError("export asked for a key not pulled");
-          }
-          std::copy_n(&rows[it->second * dim], dim, out + j * dim);
-        }
-        return absl::OkStatus();
-      });
+      dir, o_.rank, std::move(keys), o_.model->row_dim(),
+      [this](absl::Span<const uint64_t> want, float* out) {
+        return o_.ps->Pull(want, /*is_training=*/false, out);
+      },
+      /*drop_zero_rows=*/true);
 }
 
 absl::StatusOr<coord::PassResult> PassPublisher::EndPass(

@@ -159,13 +159,17 @@ class Trainer : public StepObserver {
 
   // Counts a trained batch (any worker thread).
   absl::Status Trained(const Worker& w, double loss) override {
+    if (publisher_ != nullptr) {
+      // Its own lock: the progress counters' stays short.
+      std::lock_guard<std::mutex> lock(touched_mu_);
+      touched_.insert(w.keys.begin(), w.keys.end());
+    }
     absl::MutexLock lock(&mu_);
     examples_ += w.batch.size();
     loss_sum_ += loss;
     for (size_t e = 0; e < w.batch.size(); ++e) {
       auc_.Add(w.probs[e], w.batch.labels[e]);
     }
-    if (publisher_ != nullptr) touched_.insert(w.keys.begin(), w.keys.end());
     return absl::OkStatus();
   }
 
@@ -263,7 +267,7 @@ class Trainer : public StepObserver {
           !s.ok()) {
         return s;
       }
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(touched_mu_);
       touched_.clear();
     }
     QueueSource source(input.get());
@@ -297,7 +301,7 @@ class Trainer : public StepObserver {
     if (publisher_ == nullptr) return absl::OkStatus();
     std::vector<uint64_t> touched;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(touched_mu_);
       touched.assign(touched_.begin(), touched_.end());
       touched_.clear();
     }
@@ -590,8 +594,10 @@ class Trainer : public StepObserver {
   double loss_sum_ ABSL_GUARDED_BY(mu_) = 0;
   StreamingAuc auc_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
-  // data.stream: keys pushed in the pass; passes done; rank 0's figures.
-  absl::flat_hash_set<uint64_t> touched_ ABSL_GUARDED_BY(mu_);
+  // data.stream: keys pushed in the pass (any worker thread adds them).
+  std::mutex touched_mu_;
+  absl::flat_hash_set<uint64_t> touched_ ABSL_GUARDED_BY(touched_mu_);
+  // data.stream: passes done; rank 0's figures.
   uint64_t passes_done_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<coord::PassResult> last_result_ ABSL_GUARDED_BY(mu_);
 };

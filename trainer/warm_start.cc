@@ -78,25 +78,20 @@ absl::Status CheckInitModel(const JobConfig& config) {
   return absl::OkStatus();
 }
 
-// Appends to keys/values the rows of `rows` (row_dim floats each, under
-// `all_keys`) that live on pserver `index`; returns how many.
-size_t OwnRows(const JobConfig& config, int index,
-               const std::vector<uint64_t>& all_keys, const float* rows,
-               int row_dim, std::vector<uint64_t>* keys,
-               std::vector<float>* values) {
-  const uint32_t shards = config.table().num_shards();
-  const uint32_t pservers = config.cluster().num_pservers();
-  size_t n = 0;
-  for (size_t i = 0; i < all_keys.size(); ++i) {
-    if (PserverOfShard(ShardOf(all_keys[i], shards), pservers) !=
-        static_cast<uint32_t>(index)) {
-      continue;
-    }
-    keys->push_back(all_keys[i]);
-    values->insert(values->end(), rows + i * row_dim, rows + (i + 1) * row_dim);
-    ++n;
-  }
-  return n;
+// Whether `key`'s row lives on pserver `index` (common/hash.h).
+bool Owns(const JobConfig& config, int index, uint64_t key) {
+  return PserverOfShard(ShardOf(key, config.table().num_shards()),
+                        config.cluster().num_pservers()) ==
+         static_cast<uint32_t>(index);
+}
+
+// Appends `row` (row_dim floats) under `key` when pserver `index` owns it.
+void KeepOwn(const JobConfig& config, int index, uint64_t key, const float* row,
+             int row_dim, std::vector<uint64_t>* keys,
+             std::vector<float>* values) {
+  if (!Owns(config, index, key)) return;
+  keys->push_back(key);
+  values->insert(values->end(), row, row + row_dim);
 }
 
 absl::StatusOr<uint64_t> LoadInitDenseRows(const JobConfig& config, int index,
@@ -120,7 +115,10 @@ absl::StatusOr<uint64_t> LoadInitDenseRows(const JobConfig& config, int index,
   layout.GradRows(offsets.data(), 1.0f, rows.data());
   std::vector<uint64_t> keys;
   std::vector<float> values;
-  OwnRows(config, index, layout.keys(), rows.data(), dim, &keys, &values);
+  for (size_t i = 0; i < layout.keys().size(); ++i) {
+    KeepOwn(config, index, layout.keys()[i], &rows[i * dim], dim, &keys,
+            &values);
+  }
   if (absl::Status s = table->BulkLoad(keys, values.data()); !s.ok()) {
     return Named(config, s);
   }
@@ -150,20 +148,12 @@ absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
                                           "pulls ",
                                           table->pull_dim())));
   }
-  // In key order, as the index maps them to rows.
-  std::vector<uint64_t> all_keys(rows.index.size());
-  std::vector<float> ordered(rows.index.size() * rows.row_dim);
-  size_t i = 0;
-  for (const auto& [key, row] : rows.index) {
-    all_keys[i] = key;
-    std::copy_n(&rows.rows[size_t{row} * rows.row_dim], rows.row_dim,
-                &ordered[i * rows.row_dim]);
-    ++i;
-  }
   std::vector<uint64_t> keys;
   std::vector<float> values;
-  OwnRows(config, index, all_keys, ordered.data(), rows.row_dim, &keys,
-          &values);
+  for (const auto& [key, row] : rows.index) {
+    KeepOwn(config, index, key, &rows.rows[size_t{row} * rows.row_dim],
+            rows.row_dim, &keys, &values);
+  }
   const absl::Time read = absl::Now();
   if (absl::Status s = table->BulkLoad(keys, values.data()); !s.ok()) {
     return Named(config, s);
