@@ -133,7 +133,7 @@ same_metrics "run lr (log inputs, rare signs)" "$job2/model" "$TMP/data/test.tsv
 expect_error() {  # name model data text
   local out rc
   out=$("$SAMPAN" eval "$2" "$3" 2>&1); rc=$?
-  if [ $rc -eq 1 ] && echo "$out" | grep -q -- "$4"; then pass "$1: $(echo "$out" | tail -1 | cut -c1-150)"
+  if [ $rc -eq 1 ] && grep -q -- "$4" <<< "$out"; then pass "$1: $(echo "$out" | tail -1 | cut -c1-150)"
   else fail "$1: exit $rc, wanted 1 and '$4' in: $out"; fi
 }
 expect_error "not a model" "$TMP/data" "$TMP/data/test.tsv" "$TMP/data/MODEL"

@@ -106,14 +106,14 @@ for d in docs:
 yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
 PY
 out=$(validate "$TMP/broken.yaml")
-echo "$out" | grep -q "containers\[0\].readinessProbes: unknown field" \
-  && echo "$out" | grep -q "completions must be integer" \
+grep -q "containers\[0\].readinessProbes: unknown field" <<< "$out" \
+  && grep -q "completions must be integer" <<< "$out" \
   && pass "validator rejects an unknown field and a wrong type" \
   || fail "validator missed a broken object: $out"
 
 # 4. submit without a cluster.
 out=$(KUBECONFIG="$TMP/no-such-kubeconfig" "$SAMPAN" submit "$RUNFILES/configs/demo.yaml" -o "$TMP/submit" 2>&1); rc=$?
-[ $rc -ne 0 ] && echo "$out" | grep -q "no Kubernetes cluster configured" \
+[ $rc -ne 0 ] && grep -q "no Kubernetes cluster configured" <<< "$out" \
   && [ -f "$TMP/submit/kustomization.yaml" ] \
   && pass "submit without a cluster: exit $rc, clear error, objects left in $TMP/submit" \
   || fail "submit without a cluster: rc=$rc $out"

@@ -72,14 +72,14 @@ auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
 if [ $rc -ne 0 ]; then fail "run exited $rc"
 elif ! awk -v a="$auc" 'BEGIN { exit !(a > 0.70) }'; then fail "test AUC $auc <= 0.70"
 else pass "trained, test AUC $auc"; fi
-echo "$out" | grep -q "planted model" || fail "planted AUC not printed"
+grep -q "planted model" <<< "$out" || fail "planted AUC not printed"
 [ -z "$(leftover "$job")" ] || fail "processes left after a clean run: $(leftover "$job")"
 
 # 2. Config error: exit status 2, nothing started.
 printf 'model:\n  hidden: [400, "x"]\n' > "$TMP/bad.yaml"
 err=$("$SAMPAN" run "$TMP/bad.yaml" 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "config error exited $rc, want 2"
-echo "$err" | grep -q 'bad.yaml:2: model.hidden\[1\]: expected' \
+grep -q 'bad.yaml:2: model.hidden\[1\]: expected' <<< "$err" \
   && pass "config error names file, line and field" \
   || fail "config error message: $err"
 
@@ -91,7 +91,7 @@ write_config "$job" 0 "  train_files: [$job/train.tsv]
   max_bad_fraction: 0.05"
 err=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
 [ $rc -ne 0 ] || fail "bad rows: exited 0"
-echo "$err" | grep -q "max_bad_fraction" && pass "bad-row limit stops the job" \
+grep -q "max_bad_fraction" <<< "$err" && pass "bad-row limit stops the job" \
   || fail "bad-row failure does not say why: $err"
 grep -q "train.tsv:4: " "$job"/logs/trainer-0.log \
   && pass "malformed row reported with file and line" \

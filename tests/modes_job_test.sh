@@ -57,6 +57,6 @@ got=$("$SAMPAN" eval "$TMP/ASYNC/model" "$TMP/ASYNC/data/test.tsv" 2>/dev/null |
 
 printf 'name: x\noutput_dir: %s/x\nmodel: {type: FM, mode: SYNC}\n' "$TMP" > "$TMP/bad.yaml"
 out=$("$SAMPAN" run "$TMP/bad.yaml" 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$out" | grep -q "model.mode" && pass "FM + SYNC: exit 2 ($out)" \
+[ $rc -eq 2 ] && grep -q "model.mode" <<< "$out" && pass "FM + SYNC: exit 2 ($out)" \
   || fail "FM + SYNC: exit $rc: $out"
 finish

@@ -137,7 +137,7 @@ PY
 
 status=$("$SAMPAN" status "$job.yaml" --interval=0.5 2>&1)
 echo "$status"
-echo "$status" | grep -q "RUNNING" && echo "$status" | grep -q "trainers 2/2 alive" \
+grep -q "RUNNING" <<< "$status" && grep -q "trainers 2/2 alive" <<< "$status" \
   && pass "sampan status shows the running job" || fail "sampan status: $status"
 "$SAMPAN" status "$TMP/nothing.yaml" > /dev/null 2>&1 && fail "status of no job succeeded"
 
