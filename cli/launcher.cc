@@ -32,6 +32,7 @@
 #include "coordinator/client.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/input_queue.h"
+#include "trainer/model_version.h"
 #include "trainer/trainer.h"
 #include "trainer/warm_start.h"
 
@@ -215,7 +216,33 @@ class Launcher {
       Child& child = Spawn(absl::StrCat("trainer-", r), true, std::move(args));
       child.restarts_left = checkpoints ? config_.cluster().max_restarts() : 0;
     }
+    if (config_.serving().enabled()) StartServing();
     return Supervise(coordinator);
+  }
+
+  // serving.enabled: `sampan serve` follows the versions the job publishes.
+  // It keeps no state of its own, so a crashed one comes back on its port.
+  void StartServing() {
+    serve_port_file_ = absl::StrCat(config_.output_dir(), "/serve.port");
+    std::remove(serve_port_file_.c_str());
+    Child& child =
+        Spawn("serve", false,
+              {"serve", config_path_, "--port_file=" + serve_port_file_});
+    child.port_file = serve_port_file_;
+    child.restarts_left = config_.cluster().max_restarts();
+  }
+
+  // Says once where predictions are served, when the server has its port.
+  void AnnounceServing() {
+    if (serve_port_file_.empty() || serving_announced_) return;
+    std::ifstream in(serve_port_file_);
+    int port = 0;
+    if (!(in >> port) || port <= 0) return;
+    serving_announced_ = true;
+    std::cerr << "\nserving predictions on " << config_.cluster().host() << ":"
+              << port << " (Predictor, proto/serving.proto) from "
+              << VersionsRoot(config_) << " as versions are published; log "
+              << LogDir() << "/serve.log\n";
   }
 
   // Every child serves /metrics on a free port and reports it in
@@ -261,10 +288,12 @@ class Launcher {
     std::cerr << "\n"
               << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
               << "; restarting it on port " << port << " (" << c.restarts_left
-              << " restarts left); it recovers acknowledged pushes from its "
-                 "RocksDB log\n";
+              << " restarts left)"
+              << (c.name == "serve" ? "; it loads the newest version again\n"
+                                    : "; it recovers acknowledged pushes from "
+                                      "its RocksDB log\n");
     Launch(c, O_APPEND);
-    ++restarts_;
+    ++(c.name == "serve" ? serve_restarts_ : restarts_);
     return true;
   }
 
@@ -419,6 +448,7 @@ class Launcher {
     absl::Time next_print = absl::Now() + interval;
     while (!g_interrupted) {
       if (Reap()) return ReportFailure();
+      AnnounceServing();
       if (AllTrainersDone()) {
         // Their last heartbeats hold the final counts: the last line shows
         // them, not those of up to an interval before the end.
@@ -501,6 +531,9 @@ class Launcher {
     if (restarts_ > 0) {
       std::cout << restarts_ << " pserver restart(s) during the job\n";
     }
+    if (serve_restarts_ > 0) {
+      std::cout << serve_restarts_ << " serving restart(s) during the job\n";
+    }
     if (trainer_restarts_ > 0) {
       std::cout << trainer_restarts_ << " trainer restart(s) during the job\n";
     }
@@ -525,11 +558,12 @@ class Launcher {
           f[4], f[5], std::atoi(f[6].c_str()), f[7], f[8]);
       ++passes;
     }
-    std::ifstream latest(config_.output_dir() + "/versions/LATEST");
+    const std::string root = VersionsRoot(config_);
+    std::ifstream latest(root + "/LATEST");
     std::string name;
     std::getline(latest, name);
-    std::cout << passes << " passes; model versions in " << config_.output_dir()
-              << "/versions, LATEST " << (name.empty() ? "none" : name) << "\n";
+    std::cout << passes << " passes; model versions in " << root << ", LATEST "
+              << (name.empty() ? "none" : name) << "\n";
   }
 
   std::string LogDir() const { return config_.output_dir() + "/logs"; }
@@ -550,6 +584,9 @@ class Launcher {
   int restarts_ = 0;       // deque: failed_child_ points into it
   Child* failed_child_ = nullptr;
   std::string failure_;
+  std::string serve_port_file_;  // serving.enabled
+  bool serving_announced_ = false;
+  int serve_restarts_ = 0;
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/job_metrics.h"
 #include "cli/launcher.h"
+#include "cli/predict.h"
 #include "cli/serve.h"
 #include "cli/status.h"
 #include "cli/submit.h"
@@ -87,8 +88,15 @@ commands:
                           the job's model (serving: section; default the
                           newest version under <output_dir>/versions,
                           followed as training publishes); gRPC health is
-                          SERVING once a version is loaded. Also --host,
+                          SERVING once a version is loaded (and
+                          --ready_file=F exists only then). Also --host,
                           --metrics_port, --metrics_port_file as below
+  predict JOB.yaml DATA_FILE [--address=HOST:PORT] [--batch=100]
+          [--version=V]
+                          score DATA_FILE's lines through a running `sampan
+                          serve` (default: the one `run` started for the job,
+                          serving.enabled); prints probability and version
+                          per line
   coordinator --config=F [--port=P] [--port_file=F]
   pserver --config=F --index=I [--coordinator=HOST:PORT] [--port=P]
           [--port_file=F]
@@ -418,7 +426,7 @@ int ServeMain(int argc, char** argv) {
   absl::StatusOr<Flags> flags =
       Flags::Parse(argc, argv, 3,
                    {"port", "port_file", "host", "model", "version",
-                    "metrics_port", "metrics_port_file"});
+                    "metrics_port", "metrics_port_file", "ready_file"});
   if (!flags.ok()) return ConfigError(flags.status());
   absl::StatusOr<JobConfig> config = LoadAnyConfig(argv[2]);
   if (!config.ok()) return ConfigError(config.status());
@@ -433,6 +441,7 @@ int ServeMain(int argc, char** argv) {
   options.host = config->cluster().host();
   options.port = IntFlagOrExit(*flags, "port", config->serving().port());
   options.port_file = flags->Get("port_file");
+  options.ready_file = flags->Get("ready_file");
   options.credentials = ServerCredentialsOrExit(*config);
   options.tick = absl::Milliseconds(200);
   options.ready = [&service] { return service.ready(); };
@@ -444,6 +453,42 @@ int ServeMain(int argc, char** argv) {
   absl::Status s = ServeUntilSignal(&service, options);
   service.Stop();
   return s.ok() ? 0 : Fail(s);
+}
+
+int PredictMain(int argc, char** argv) {
+  if (argc < 4 || absl::StartsWith(argv[2], "--") ||
+      absl::StartsWith(argv[3], "--")) {
+    return ConfigError(absl::InvalidArgumentError(
+        "usage: sampan predict JOB.yaml DATA_FILE [--address=HOST:PORT] "
+        "[--batch=N] [--version=V]"));
+  }
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(argc, argv, 4, {"address", "batch", "version"});
+  if (!flags.ok()) return ConfigError(flags.status());
+  absl::StatusOr<JobConfig> config = LoadAnyConfig(argv[2]);
+  if (!config.ok()) return ConfigError(config.status());
+  PredictFileOptions options;
+  options.address = flags->Get("address");
+  options.data_file = argv[3];
+  const int64_t batch = IntFlagOrExit(*flags, "batch", 100);
+  if (batch < 1 || batch > config->serving().max_examples_per_request()) {
+    return ConfigError(absl::InvalidArgumentError(absl::StrCat(
+        "--batch must be in [1, serving.max_examples_per_request = ",
+        config->serving().max_examples_per_request(), "], got ", batch)));
+  }
+  options.batch = uint32_t(batch);
+  options.version = IntFlagOrExit(*flags, "version", 0);
+  absl::StatusOr<PredictFileResult> r =
+      PredictFile(*config, options, &std::cout);
+  if (!r.ok()) return Fail(r.status());
+  std::string versions;
+  for (const auto& [version, n] : r->by_version) {
+    absl::StrAppend(&versions, versions.empty() ? "" : ", ", n, " by v-",
+                    absl::StrFormat("%06d", version));
+  }
+  std::cerr << "predict: " << r->examples << " examples from " << argv[3]
+            << " at " << r->address << " (" << versions << ")\n";
+  return 0;
 }
 
 int TrainLocalMain(int argc, char** argv) {
@@ -575,6 +620,7 @@ int main(int argc, char** argv) {
   if (command == "submit") return SubmitMain(argc, argv);
   if (command == "status") return StatusMain(argc, argv);
   if (command == "serve") return ServeMain(argc, argv);
+  if (command == "predict") return PredictMain(argc, argv);
   if (command == "coordinator") return CoordinatorMain(argc, argv);
   if (command == "pserver") return PserverMain(argc, argv);
   if (command == "trainer") return TrainerMain(argc, argv);

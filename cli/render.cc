@@ -16,6 +16,8 @@ constexpr char kConfigPath[] = "/etc/sampan/job.yaml";
 constexpr char kWorkDir[] = "/var/lib/sampan";
 constexpr char kTlsDir[] = "/etc/sampan/tls";
 constexpr int kUid = 10001;  // the Dockerfile's `sampan` user
+// Exists while a predictor has a version loaded (serve --ready_file).
+constexpr char kServingReady[] = "/var/lib/sampan/serving.ready";
 
 // A DNS-1123 label from the job name: lower case, [a-z0-9-], at most 40
 // characters so that "<name>-coordinator" and pod suffixes stay under 63.
@@ -157,7 +159,12 @@ Yaml Mounts(const Ctx& c, const std::string& component,
 
 // The flags of `sampan <component>`; $(VAR)s are expanded by the kubelet.
 Yaml Args(const Ctx& c, const std::string& component) {
-  Yaml a = Yaml::List({component, absl::StrCat("--config=", kConfigPath)});
+  // `sampan serve JOB.yaml`: a predictor follows the job's versions.
+  Yaml a =
+      component == "serving"
+          ? Yaml::List({"serve", kConfigPath,
+                        absl::StrCat("--ready_file=", kServingReady)})
+          : Yaml::List({component, absl::StrCat("--config=", kConfigPath)});
   if (component == "pserver") a.Add("--index=$(SAMPAN_INDEX)");
   if (component == "trainer") a.Add("--rank=$(SAMPAN_RANK)");
   // A replacement trainer pod resumes at its position in the newest
@@ -165,7 +172,7 @@ Yaml Args(const Ctx& c, const std::string& component) {
   if (component == "trainer" && c.checkpoints.shared) {
     a.Add("--checkpoint=latest");
   }
-  if (component != "coordinator") {
+  if (component != "coordinator" && component != "serving") {
     a.Add(absl::StrCat("--coordinator=", c.Coordinator()));
   }
   a.Add("--host=$(POD_IP)");
@@ -387,6 +394,46 @@ std::string TrainerObjects(const Ctx& c) {
   return Documents({job, Service(c, "trainer", true)});
 }
 
+// serving.enabled: predictors that follow the job's versions on the shared
+// volume. Ready once a version is loaded (the file `serve --ready_file`
+// creates only then: the kubelet's gRPC probe cannot speak TLS); alive while
+// the port answers, so a job that has published nothing yet is not
+// restarted.
+std::string ServingObjects(const Ctx& c) {
+  Yaml container = Container(c, "serving", c.k8s.serving(), "work");
+  container.Set(
+      "readinessProbe",
+      Yaml::Map(
+          {{"exec", Yaml::Map({{"command",
+                                Yaml::List({"test", "-e", kServingReady})}})},
+           {"initialDelaySeconds", 2},
+           {"periodSeconds", 5},
+           {"failureThreshold", 2}}));
+  container.Set(
+      "livenessProbe",
+      Yaml::Map({{"tcpSocket", Yaml::Map({{"port", c.k8s.grpc_port()}})},
+                 {"initialDelaySeconds", 10},
+                 {"periodSeconds", 10},
+                 {"failureThreshold", 6}}));
+  Yaml deployment = Yaml::Map(
+      {{"apiVersion", "apps/v1"},
+       {"kind", "Deployment"},
+       {"metadata", Metadata(c, c.name + "-serving", "serving")},
+       {"spec",
+        Yaml::Map({{"replicas", c.k8s.serving_replicas()},
+                   {"selector", Selector(c, "serving")},
+                   {"template",
+                    PodTemplate(c, "serving", std::move(container), true)}})}});
+  // Keep all but one predictor up through node drains.
+  Yaml budget =
+      Yaml::Map({{"apiVersion", "policy/v1"},
+                 {"kind", "PodDisruptionBudget"},
+                 {"metadata", Metadata(c, c.name + "-serving", "serving")},
+                 {"spec", Yaml::Map({{"maxUnavailable", 1},
+                                     {"selector", Selector(c, "serving")}})}});
+  return Documents({deployment, Service(c, "serving", false), budget});
+}
+
 std::string PolicyObjects(const Ctx& c) {
   // Losing a pserver (memory tables) or the coordinator loses the job, so
   // voluntary evictions wait until it has finished.
@@ -448,6 +495,7 @@ std::string Kustomization(const Ctx& c) {
                   "policy.yaml", "monitoring.yaml"});
   if (c.k8s.gang_scheduling()) resources.Add("podgroup.yaml");
   if (c.checkpoints.render_claim) resources.Add("checkpoints.yaml");
+  if (c.job.serving().enabled()) resources.Add("serving.yaml");
   Yaml k = Yaml::Map({{"apiVersion", "kustomize.config.k8s.io/v1beta1"},
                       {"kind", "Kustomization"}});
   if (!c.k8s.namespace_().empty()) k.Set("namespace", c.k8s.namespace_());
@@ -476,11 +524,14 @@ JobConfig KubernetesJobConfig(const JobConfig& job) {
   out.mutable_cluster()->set_coordinator_port(job.kubernetes().grpc_port());
   // On the shared volume every pod mounts (RenderKubernetes insists on
   // one), in a directory of the job's own: jobs may share a claim.
-  if (TakesCheckpoints(job)) {
-    absl::StatusOr<std::string> name = DnsName(job.name());
-    out.mutable_checkpoint()->set_dir(
-        name.ok() ? absl::StrCat(kCheckpointMount, "/", *name)
-                  : kCheckpointMount);
+  absl::StatusOr<std::string> name = DnsName(job.name());
+  const std::string shared =
+      name.ok() ? absl::StrCat(kCheckpointMount, "/", *name) : kCheckpointMount;
+  if (TakesCheckpoints(job)) out.mutable_checkpoint()->set_dir(shared);
+  // Every trainer writes its part of a version there, and predictors read.
+  if (!job.data().stream().root().empty()) {
+    out.mutable_data()->mutable_stream()->set_versions_dir(shared +
+                                                           "/versions");
   }
   if (!job.kubernetes().tls_secret().empty()) {
     // The Secret's files, mounted at kTlsDir (see Volumes).
@@ -525,6 +576,9 @@ absl::StatusOr<std::vector<RenderedFile>> RenderKubernetes(
   }
   if (c.checkpoints.render_claim) {
     files.push_back({"checkpoints.yaml", CheckpointClaimObject(c)});
+  }
+  if (job.serving().enabled()) {
+    files.push_back({"serving.yaml", ServingObjects(c)});
   }
   return files;
 }

@@ -8,7 +8,8 @@ namespace sampan {
 absl::StatusOr<CheckpointVolume> ResolveCheckpointVolume(
     const JobConfig& job, const std::string& name) {
   CheckpointVolume v;
-  if (!TakesCheckpoints(job)) return v;
+  const bool stream = !job.data().stream().root().empty();
+  if (!TakesCheckpoints(job) && !stream) return v;
   const KubernetesConfig& k = job.kubernetes();
   if (!k.checkpoint_claim().empty() && !k.checkpoint_storage().empty()) {
     return absl::InvalidArgumentError(
@@ -16,15 +17,19 @@ absl::StatusOr<CheckpointVolume> ResolveCheckpointVolume(
         "one (an existing claim, or the size of one to create), not both");
   }
   if (k.checkpoint_claim().empty() && k.checkpoint_storage().empty()) {
-    return absl::InvalidArgumentError(
+    return absl::InvalidArgumentError(absl::StrCat(
         "kubernetes.checkpoint_claim or kubernetes.checkpoint_storage: the "
-        "job takes checkpoints "
-        "(checkpoint.every_steps/every_seconds/every_passes), which "
-        "the coordinator, every pserver and every trainer write to and read "
-        "back from one directory; on Kubernetes that needs a shared "
+        "job ",
+        stream ? "publishes model versions (data.stream), which every "
+                 "trainer writes its part of and predictors read"
+               : "takes checkpoints "
+                 "(checkpoint.every_steps/every_seconds/every_passes), "
+                 "which the coordinator, every pserver and every trainer "
+                 "write to and read back",
+        " from one directory; on Kubernetes that needs a shared "
         "ReadWriteMany volume: name an existing PersistentVolumeClaim "
         "(checkpoint_claim) or give the size of one to create "
-        "(checkpoint_storage, with checkpoint_storage_class)");
+        "(checkpoint_storage, with checkpoint_storage_class)"));
   }
   v.shared = true;
   v.render_claim = k.checkpoint_claim().empty();

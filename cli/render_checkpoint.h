@@ -7,7 +7,10 @@
 // reads the MANIFEST back). So a job with `checkpoint:` needs one
 // ReadWriteMany volume mounted at the same path in all of them, and the
 // rendered job's checkpoint.dir pointing there (a directory per job, so
-// that jobs can share one existing claim).
+// that jobs can share one existing claim). A data.stream job needs the same
+// volume for its model versions (every trainer writes its part of each,
+// rank 0 publishes, predictors read): its data.stream.versions_dir is
+// <kCheckpointMount>/<name>/versions.
 #ifndef SAMPAN_CLI_RENDER_CHECKPOINT_H_
 #define SAMPAN_CLI_RENDER_CHECKPOINT_H_
 
@@ -25,7 +28,7 @@ namespace sampan {
 inline constexpr char kCheckpointMount[] = "/var/lib/sampan-checkpoints";
 
 struct CheckpointVolume {
-  bool shared = false;  // the job checkpoints: mount `claim` everywhere
+  bool shared = false;  // checkpoints or versions: mount `claim` everywhere
   std::string claim;    // PersistentVolumeClaim name
   bool render_claim =
       false;  // render creates it (kubernetes.checkpoint_storage)

@@ -75,10 +75,17 @@ absl::Status ServeUntilSignal(grpc::Service* service,
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   bool serving = options.ready == nullptr;
   if (!serving && health != nullptr) health->SetServingStatus(false);
+  if (!options.ready_file.empty()) std::remove(options.ready_file.c_str());
+  bool ready_file_written = false;
   while (status.ok()) {
     if (!serving && options.ready() && health != nullptr) {
       health->SetServingStatus(true);
       serving = true;
+    }
+    if (serving && !ready_file_written && !options.ready_file.empty()) {
+      ready_file_written = true;
+      std::ofstream(options.ready_file).close();
+      SAMPAN_LOG(INFO) << "ready: wrote " << options.ready_file;
     }
     const int sig = WaitForSignal(options.tick);
     if (sig != 0) {
@@ -87,6 +94,7 @@ absl::Status ServeUntilSignal(grpc::Service* service,
     }
     if (options.on_tick) options.on_tick();
   }
+  if (!options.ready_file.empty()) std::remove(options.ready_file.c_str());
   server->Shutdown(absl::ToChronoTime(absl::Now() + options.grace));
   server->Wait();
   return status;

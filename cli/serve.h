@@ -28,6 +28,11 @@ struct ServeOptions {
   // When set, the health service answers NOT_SERVING until it returns true
   // (checked at start and every tick); SERVING from the start otherwise.
   std::function<bool()> ready;
+  // When set, removed at start, created (empty) once `ready` first returns
+  // true (at start without `ready`) and removed at shutdown: what an exec
+  // readiness probe (`test -e`) checks, with or without TLS (the kubelet's
+  // gRPC probe speaks plaintext only).
+  std::string ready_file;
   // Called about every `tick` while serving (heartbeats).
   std::function<void()> on_tick;
   absl::Duration tick = absl::Seconds(1);

@@ -394,6 +394,8 @@ absl::Status ValidateKubernetes(const KubernetesConfig& k) {
       ValidateResources("kubernetes.coordinator", k.coordinator()),
       ValidateResources("kubernetes.pserver", k.pserver()),
       ValidateResources("kubernetes.trainer", k.trainer()),
+      ValidateResources("kubernetes.serving", k.serving()),
+      AtLeast("kubernetes.serving_replicas", k.serving_replicas(), 1),
       IsQuantity(k.pserver_storage())
           ? absl::OkStatus()
           : Invalid("kubernetes.pserver_storage", "not a Kubernetes quantity"),
@@ -515,6 +517,7 @@ JobConfig DefaultJobConfig() {
   k8s->set_grpc_port(7000);
   k8s->set_metrics_port(9090);
   k8s->set_data_mount_path("/data");
+  k8s->set_serving_replicas(2);
   return config;
 }
 
@@ -636,8 +639,15 @@ absl::Status ValidateSplit(const JobConfig& config) {
                               "; use BY_LINE_RANGE"));
 }
 
-absl::Status ValidateServing(const ServingConfig& s) {
+absl::Status ValidateServing(const JobConfig& config) {
+  const ServingConfig& s = config.serving();
   return FirstError({
+      s.enabled() && config.data().stream().root().empty()
+          ? Invalid("serving.enabled",
+                    "needs data.stream: a batch job publishes no model "
+                    "versions to serve while it runs (serve its exported "
+                    "model with `sampan serve` after it ends)")
+          : absl::OkStatus(),
       s.port() > 65535
           ? Invalid("serving.port",
                     absl::StrCat("must be at most 65535, got ", s.port()))
@@ -663,7 +673,7 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
       Positive("progress_interval_seconds", config.progress_interval_seconds()),
       ValidateKubernetes(config.kubernetes()),
       ValidateCheckpoint(config),
-      ValidateServing(config.serving()),
+      ValidateServing(config),
   });
 }
 

@@ -473,6 +473,9 @@ TEST(ConfigTest, StreamRules) {
               HasSubstr("data.stream.end_pass: \"20261201/04\" is before"));
   EXPECT_THAT(ParseError(stream + "    done_marker: a/b\n"),
               HasSubstr("data.stream.done_marker:"));
+  EXPECT_EQ(ParseError(stream + "serving: {enabled: true}\n"), "");
+  EXPECT_THAT(ParseError("serving: {enabled: true}\n"),
+              HasSubstr("serving.enabled: needs data.stream"));
 
   absl::StatusOr<JobConfig> config = ParseJobConfig(stream, "job.yaml");
   ASSERT_TRUE(config.ok()) << config.status();

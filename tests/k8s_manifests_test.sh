@@ -31,9 +31,18 @@ if ! (cd "$TMP/validate" && npm ci --prefer-offline --no-audit --no-fund \
 fi
 validate() { node "$TMP/validate/validate.js" "$@"; }
 
-# 1. Presets.
+# 1. Presets. A local stream preset has no shared volume for its versions,
+# which Kubernetes pods need: render refuses it (exit 2) and says so.
 for preset in "$RUNFILES"/configs/*.yaml; do
   name=$(basename "$preset" .yaml)
+  if [ "$name" = stream-demo ]; then
+    out=$("$SAMPAN" render "$preset" --target=k8s -o "$TMP/$name" 2>&1)
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "publishes model versions (data.stream)" <<< "$out" \
+      && pass "$name: refused without a shared volume" \
+      || fail "$name: rc $rc: $out"
+    continue
+  fi
   "$SAMPAN" render "$preset" --target=k8s -o "$TMP/$name" > /dev/null \
     || { fail "render $name"; continue; }
   kubectl kustomize "$TMP/$name" > "$TMP/$name.objects.yaml" \
@@ -78,6 +87,31 @@ PY
   [ "$claims" = "$want" ] && pass "$name: every workload mounts its claim" \
     || fail "$name: claims $claims, want $want"
 done
+
+# 1c. A stream job with serving (configs/k8s-stream.yaml): versions on the
+# shared claim that trainers and predictors mount; predictors ready only once
+# a version is loaded (the ready file serve writes), alive on the port.
+python3 - "$TMP/k8s-stream.objects.yaml" <<'PY' && pass "k8s-stream: predictors follow the shared versions" || fail "k8s-stream serving objects"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+dep = by[("Deployment", "stream-ctr-serving")]
+assert dep["spec"]["replicas"] == 2, dep["spec"]["replicas"]
+c = dep["spec"]["template"]["spec"]["containers"][0]
+assert c["args"][:3] == ["serve", "/etc/sampan/job.yaml",
+                         "--ready_file=/var/lib/sampan/serving.ready"], c["args"]
+assert c["readinessProbe"]["exec"]["command"] == [
+    "test", "-e", "/var/lib/sampan/serving.ready"], c["readinessProbe"]
+assert "tcpSocket" in c["livenessProbe"], c["livenessProbe"]
+mounts = {m["mountPath"] for m in c["volumeMounts"]}
+assert "/var/lib/sampan-checkpoints" in mounts, mounts
+assert ("Service", "stream-ctr-serving") in by
+assert by[("PodDisruptionBudget", "stream-ctr-serving")]["spec"]["maxUnavailable"] == 1
+job = yaml.safe_load([d for d in docs if d["kind"] == "ConfigMap"][0]["data"]["job.yaml"])
+assert job["data"]["stream"]["versions_dir"] == "/var/lib/sampan-checkpoints/stream-ctr/versions", job["data"]["stream"]
+trainer = by[("Job", "stream-ctr-trainer")]["spec"]["template"]["spec"]["containers"][0]
+assert "/var/lib/sampan-checkpoints" in {m["mountPath"] for m in trainer["volumeMounts"]}
+PY
 
 # 2. deploy/: base and overlays; the base is current.
 "$SAMPAN" render "$RUNFILES/configs/k8s-demo.yaml" --target=k8s -o "$TMP/base-now" > /dev/null

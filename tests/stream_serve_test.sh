@@ -33,14 +33,19 @@ data:
 serving: {poll_seconds: 0.2, max_examples_per_request: 1000}
 YAML
 
-"$SAMPAN" run "$TMP/job.yaml" > "$TMP/run.log" 2>&1 &
-job=$!
+# The server first: before anything is published it answers on its port
+# but is not ready (no --ready_file: what Kubernetes' readiness checks).
 mkdir -p "$TMP/out"
-"$SAMPAN" serve "$TMP/job.yaml" --port_file="$TMP/port" > "$TMP/serve.log" 2>&1 &
+"$SAMPAN" serve "$TMP/job.yaml" --port_file="$TMP/port" \
+  --ready_file="$TMP/ready" > "$TMP/serve.log" 2>&1 &
 server=$!
-trap 'kill $server $job 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+trap 'kill $server ${job:-} 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 for _ in $(seq 1 200); do [ -s "$TMP/port" ] && break; sleep 0.05; done
 address="127.0.0.1:$(cat "$TMP/port")"
+sleep 0.5
+[ ! -e "$TMP/ready" ] || { echo "FAIL: ready before any version exists"; exit 1; }
+"$SAMPAN" run "$TMP/job.yaml" > "$TMP/run.log" 2>&1 &
+job=$!
 
 # Prints the version that answers now ("" before any).
 served() {
@@ -61,6 +66,7 @@ wait_served() {  # version seconds
 
 wait_served 2 60
 echo "ok: serving v2 while the job waits for pass 20261201/12"
+[ -e "$TMP/ready" ] || { echo "FAIL: no ready file while serving"; exit 1; }
 for h in 12 18; do
   v=$([ $h = 12 ] && echo 3 || echo 4)
   mv "$TMP/marker-$h" "$data/20261201/$h/_SUCCESS"
@@ -84,4 +90,6 @@ awk -v a="$eval_logloss" -v b="$served_logloss" 'BEGIN { d = a - b; exit !(a != 
 echo "ok: served v4's probabilities give eval's logloss ($eval_logloss)"
 kill -TERM $server
 wait $server || { echo "FAIL: serve exited $? on SIGTERM"; exit 1; }
+[ ! -e "$TMP/ready" ] || { echo "FAIL: ready file left after shutdown"; exit 1; }
+echo "ok: --ready_file absent before the first version and after shutdown"
 trap - EXIT

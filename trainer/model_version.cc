@@ -422,7 +422,8 @@ absl::Status ApplyRetention(const std::string& root, uint32_t keep_bases) {
 }  // namespace
 
 std::string VersionsRoot(const JobConfig& config) {
-  return absl::StrCat(config.output_dir(), "/versions");
+  const std::string& dir = config.data().stream().versions_dir();
+  return dir.empty() ? absl::StrCat(config.output_dir(), "/versions") : dir;
 }
 
 std::string VersionDir(const std::string& root, uint64_t version) {

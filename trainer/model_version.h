@@ -6,7 +6,8 @@
 // newest base before it. Reading version N merges its chain: base B, then
 // each delta B+1..N in order.
 //
-// Layout under the versions root, <output_dir>/versions:
+// Layout under the versions root (data.stream.versions_dir, by default
+// <output_dir>/versions):
 //
 //   v-NNNNNN/          version N (six digits or more, zero-padded): a model
 //                      directory exactly as trainer/model_export.h writes
@@ -50,7 +51,7 @@
 
 namespace sampan {
 
-// <output_dir>/versions.
+// data.stream.versions_dir, or <output_dir>/versions when it is empty.
 std::string VersionsRoot(const JobConfig& config);
 // <root>/v-NNNNNN.
 std::string VersionDir(const std::string& root, uint64_t version);
