@@ -1,11 +1,14 @@
 #include "common/security.h"
 
+#include <atomic>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/log.h"
 
 namespace sampan {
 namespace {
@@ -45,21 +48,29 @@ class TokenChecker : public grpc::AuthMetadataProcessor {
   grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext*,
                        OutputMetadata* consumed, OutputMetadata*) override {
     auto it = metadata.find(kAuthHeader);
-    if (it == metadata.end()) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "missing bearer token");
-    }
+    if (it == metadata.end()) return Refuse("missing bearer token");
     const absl::string_view got(it->second.data(), it->second.size());
     if (!ConstantTimeEquals(got, expected_)) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "wrong bearer token");
+      return Refuse("wrong bearer token");
     }
     consumed->insert({kAuthHeader, std::string(got)});
     return grpc::Status::OK;
   }
 
  private:
+  // Logs the first 10 refusals and every 1000th after them, so an operator
+  // sees a misconfigured client (or a probe) without a flood of lines.
+  grpc::Status Refuse(const char* why) {
+    const uint64_t n = refused_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n <= 10 || n % 1000 == 0) {
+      SAMPAN_LOG(WARNING) << "refused a call: " << why << " (" << n
+                          << " refused so far)";
+    }
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
+  }
+
   const std::string expected_;
+  std::atomic<uint64_t> refused_{0};
 };
 
 class TokenPlugin : public grpc::MetadataCredentialsPlugin {

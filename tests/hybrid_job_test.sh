@@ -3,7 +3,7 @@
 # sparse rows asynchronous on the pservers, dense weights averaged by
 # allreduce every step (trainer/hybrid_dense.h).
 #   1. DeepFM, 2 trainers x 2 pservers, hashes compared every 5 steps:
-#      exit 0, test AUC > 0.70, both ranks' final dense-weight hashes
+#      exit 0, test AUC within 0.08 of the planted model's, both ranks' final dense-weight hashes
 #      (<output_dir>/dense_hash-<rank>.txt) bitwise identical, same step count;
 #   1b. DeepFM with 2 threads per rank: lockstep steps of two batches,
 #      identical hashes, half the steps;
@@ -60,10 +60,9 @@ write_config "$job" 2 "type: DEEPFM" 200000
 out=$(SAMPAN_DENSE_CHECK_EVERY=5 "$SAMPAN" run "$job.yaml" 2>&1); rc=$?
 echo "$out" | tail -4
 auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
-if [ $rc -ne 0 ]; then fail "deepfm: run exited $rc"
-elif ! awk -v a="$auc" 'BEGIN { exit !(a > 0.70) }'; then
-  fail "deepfm: test AUC $auc <= 0.70"
-else pass "deepfm trained, test AUC $auc"; fi
+# DeepFM reaches ~0.789 here against the planted 0.847.
+[ $rc -eq 0 ] || fail "deepfm: run exited $rc"
+near_planted "deepfm" "$auc" "$out" 0.08
 why=$(same_hashes "$job" 2) && pass "deepfm: identical dense hashes $(cat "$job/dense_hash-0.txt")" \
   || fail "deepfm: $why"
 steps=$(grep -ho '[0-9]* synchronous dense steps' "$job"/logs/trainer-*.log | sort -u)
@@ -86,8 +85,7 @@ steps=$(grep -ho '[0-9]* synchronous dense steps (HYBRID), up to 2 batches' \
   && [ "${steps%% *}" -le 23 ] \
   && pass "deepfm-t2: both ranks ran $steps" || fail "deepfm-t2: step counts '$steps'"
 auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
-awk -v a="$auc" 'BEGIN { exit !(a > 0.70) }' && pass "deepfm-t2: test AUC $auc" \
-  || fail "deepfm-t2: test AUC '$auc' <= 0.70"
+near_planted "deepfm-t2" "$auc" "$out" 0.08
 
 # 2. DCN-v2, 3 trainers.
 job="$TMP/dcn3"
@@ -149,6 +147,10 @@ if [ $rc -eq 0 ] && same_hashes "$job" 2 > /dev/null; then
 else
   fail "tls: run exited $rc"; echo "$out" | tail -8
 fi
+# Servers log each refused call (common/security.cc; security_test).
+refused=$(grep -l "refused a call" "$job"/logs/*.log 2>/dev/null)
+[ -z "$refused" ] && pass "tls: no server refused a call" \
+  || fail "tls: calls refused in $refused: $(grep -h "refused a call" $refused | head -2)"
 
 # 6. Checkpoints every second in a hybrid job (checkpoint_at_step).
 job="$TMP/ckpt"

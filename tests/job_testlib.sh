@@ -26,6 +26,22 @@ write_bad_rows() {  # dir
   head -500 "$1/train.tsv" | grep -v not-a-row > "$1/test.tsv"
 }
 
+# Checks test AUC $2 against the planted model's AUC in the run's output $3
+# (the best any model reaches on the generator's data, which `sampan run`
+# prints for synthetic jobs): within $4 of it, so that a regression of a
+# couple of hundredths fails, where a fixed "> 0.70" would not notice.
+near_planted() {  # what auc output margin
+  local planted
+  planted=$(sed -n 's/^planted model (the best reachable): AUC \([0-9.]*\).*/\1/p' <<< "$3")
+  if [ -z "$planted" ] || [ -z "$2" ]; then
+    fail "$1: test AUC '$2', planted AUC '$planted' (not printed?)"
+  elif awk -v a="$2" -v p="$planted" -v m="$4" 'BEGIN { exit !(a >= p - m) }'; then
+    pass "$1: test AUC $2 (planted $planted, at most $4 below)"
+  else
+    fail "$1: test AUC $2 more than $4 below the planted model's $planted"
+  fi
+}
+
 finish() {
   if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
   echo "all checks passed"

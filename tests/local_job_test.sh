@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end suite for `sampan run`: real child processes on loopback.
-#   1. a small FM job trains and reaches test AUC > 0.70, leaving no process;
+#   1. a small FM job trains to within 0.07 of the planted model's test AUC
+#      (it reaches ~0.05 below), leaving no process;
 #   2. a config error exits with status 2 before anything starts;
 #   3. a data file with too many malformed rows fails the job cleanly: non-zero
 #      exit, the trainer's last log lines, file:line in the log, no process left;
@@ -69,10 +70,9 @@ write_config "$job" 300000 ""
 out=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
 echo "$out" | tail -5
 auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
-if [ $rc -ne 0 ]; then fail "run exited $rc"
-elif ! awk -v a="$auc" 'BEGIN { exit !(a > 0.70) }'; then fail "test AUC $auc <= 0.70"
-else pass "trained, test AUC $auc"; fi
-grep -q "planted model" <<< "$out" || fail "planted AUC not printed"
+# FM reaches ~0.797 here against the planted 0.847.
+[ $rc -eq 0 ] || fail "run exited $rc"
+near_planted "trained" "$auc" "$out" 0.07
 [ -z "$(leftover "$job")" ] || fail "processes left after a clean run: $(leftover "$job")"
 
 # 2. Config error: exit status 2, nothing started.

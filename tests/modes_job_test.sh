@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # model.mode across trainers (`sampan run`, DeepFM, 2 trainers x 2 pservers,
 # the same synthetic data):
-#   1. SYNC (a barrier per step) and HYBRID train to test AUC > 0.70, and
+#   1. SYNC (a barrier per step) and HYBRID train to within 0.08 of the
+#      planted model's test AUC, and
 #      their AUCs are within 0.01 of each other;
 #   2. ASYNC keeps the dense weights on the pservers (table 1, trained
 #      there by model.dense_optimizer as SYNC trains them in the trainer):
-#      it trains to test AUC > 0.70, at most 0.01 below SYNC (on this data
+#      it trains to within 0.08 of the planted AUC, at most 0.01 below SYNC (on this data
 #      it ends -0.002 to +0.010 from SYNC run to run), with no collective
 #      (no dense hash files), the trainer says how many pserver rows hold
 #      them, and its exported model scores the same;
@@ -33,18 +34,18 @@ YAML
   "$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 || { fail "$1: run exited $?"; tail -5 "$job.out"; }
   sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null
 }
-above() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
 sync=$(run_mode SYNC)
 hybrid=$(run_mode HYBRID)
-above "${sync:-0}" 0.70 && pass "SYNC AUC $sync" || fail "SYNC AUC '$sync' <= 0.70"
+# DeepFM reaches ~0.786 here; the planted model ~0.846.
+near_planted "SYNC" "$sync" "$(cat "$TMP/SYNC.out")" 0.08
 grep -q "synchronous dense steps (SYNC)" "$TMP/SYNC/logs/trainer-1.log" \
   && pass "SYNC: trainer 1 ran synchronous steps" || fail "SYNC: no SYNC step line"
 awk -v a="${sync:-0}" -v b="${hybrid:-1}" 'BEGIN { d = a - b; exit !(d * d < 1e-4) }' \
   && pass "HYBRID AUC $hybrid within 0.01 of SYNC" || fail "HYBRID '$hybrid' vs SYNC '$sync'"
 
 async=$(run_mode ASYNC)
-above "${async:-0}" 0.70 && pass "ASYNC AUC $async" || fail "ASYNC AUC '$async' <= 0.70"
+near_planted "ASYNC" "$async" "$(cat "$TMP/ASYNC.out")" 0.08
 awk -v a="${sync:-1}" -v b="${async:-0}" 'BEGIN { exit !(b > a - 0.01) }' \
   && pass "ASYNC AUC $async at most 0.01 below SYNC $sync" || fail "ASYNC '$async' vs SYNC '$sync'"
 ls "$TMP/ASYNC"/dense_hash-*.txt >/dev/null 2>&1 && fail "ASYNC wrote dense hashes" \

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Recovery without a person: a RocksDB-backed pserver SIGKILLed in the middle
 # of `sampan run` is restarted on its port by the launcher, recovers from its
-# log, the trainers' clients retry, and the job finishes with a good AUC.
+# log, the trainers' clients retry, and the job finishes with a test AUC
+# near the planted model's. Nothing acknowledged is lost: a counter workload
+# pushed into the same pservers across the kill (tests/ps_counter_load) finds
+# every acknowledged round applied exactly once when the pservers are
+# reopened on their RocksDB directories after the job.
 set -uo pipefail
 
-SAMPAN="${TEST_SRCDIR}/${TEST_WORKSPACE}/cli/sampan"
-TMP="${TEST_TMPDIR}"
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/fault/lib.sh"
 job="$TMP/restart"
 cat > "$job.yaml" <<YAML
 name: restart
@@ -20,23 +23,25 @@ data:
   batch_size: 512
   synthetic: {rows: 600000, seed: 5, test_fraction: 0.1}
 YAML
-"$SAMPAN" run "$job.yaml" > "$TMP/run.out" 2>&1 &
-launcher=$!
-for _ in $(seq 1 600); do
-  grep -q '^\[train\] .*[1-9][0-9]* examples' "$TMP/run.out" && break; sleep 0.1
-done
+start_job "$job" || exit 1
+COUNTER_ROUNDS=40 start_counter "$job"
+sleep 0.5
 victim=$(pgrep -f -- "--config=$job/job.pbtxt --index=0" | head -1)
-if [ -z "$victim" ]; then echo "FAIL: pserver-0 not found"; cat "$TMP/run.out"; exit 1; fi
+if [ -z "$victim" ]; then echo "FAIL: pserver-0 not found"; cat "$job.out"; exit 1; fi
 kill -9 "$victim"
 wait $launcher; rc=$?
-tail -8 "$TMP/run.out"
-fail=0
-[ $rc -eq 0 ] || { echo "FAIL: run exited $rc after a pserver SIGKILL"; fail=1; }
-grep -qE "pserver-0 \(pid $victim\) killed by signal 9 .*; restarting it on port" "$TMP/run.out" \
-  || { echo "FAIL: no restart reported"; fail=1; }
+tail -8 "$job.out"
+[ $rc -eq 0 ] || fail "run exited $rc after a pserver SIGKILL"
+grep -qE "pserver-0 \(pid $victim\) killed by signal 9 .*; restarting it on port" "$job.out" \
+  && pass "pserver-0 restarted on its port" || fail "no restart reported"
+check_counter "$job"
+# FM reaches ~0.77 here against the planted ~0.837 (a restart costs none).
 auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
-awk -v a="${auc:-0}" 'BEGIN { exit !(a > 0.70) }' \
-  || { echo "FAIL: test AUC ${auc:-none} <= 0.70"; fail=1; }
-[ -z "$(pgrep -f -- "--config=$job/")" ] || { echo "FAIL: processes left"; fail=1; }
-[ $fail -eq 0 ] && echo "ok: pserver restarted, job finished with AUC $auc"
-exit $fail
+planted=$(sed -n 's/^planted model (the best reachable): AUC \([0-9.]*\).*/\1/p' "$job.out")
+awk -v a="${auc:-0}" -v p="${planted:-1}" 'BEGIN { exit !(a >= p - 0.09) }' \
+  && pass "test AUC $auc (planted $planted)" \
+  || fail "test AUC ${auc:-none} more than 0.09 below the planted ${planted:-none}"
+[ -z "$(pgrep -f -- "--config=$job/")" ] && pass "no process left" \
+  || fail "processes left"
+if [ $failures -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+echo "all checks passed"

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/hash.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver.h"
 #include "sparse_table/sparse_table.h"
@@ -121,9 +122,13 @@ TEST_F(SecurityTest, TokenIsRequiredAndCheckedAndBadCallsChangeNothing) {
 
   SecurityOptions no_token = Secured(false);
   no_token.token_file.clear();
+  testing::internal::CaptureStderr();
   grpc::Status s = PushOne(*MakeChannelCredentials(no_token));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(s.error_message(), "missing bearer token");
+  // The server says so in its log (what the job tests grep for).
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              testing::HasSubstr("refused a call: missing bearer token"));
 
   SecurityOptions wrong = Secured(false);
   wrong.token_file = Dir() + "/wrong";
