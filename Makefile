@@ -4,7 +4,7 @@ BAZEL ?= bazel
 DATA_DIR ?= $(abspath ../shared/data)
 SAMPAN := bazel-bin/cli/sampan
 
-.PHONY: all deps build demo test fuzz sanitize clean
+.PHONY: all deps build demo test fuzz sanitize tsan clean
 
 all: build
 
@@ -47,7 +47,13 @@ sanitize: deps
 	grep -qx "bazel-$(notdir $(CURDIR))" .bazelignore 2>/dev/null || echo "bazel-$(notdir $(CURDIR))" >> .bazelignore
 	$(BAZEL) --output_base=$(HOME)/.cache/sampan-asan test --config=asan \
 	  --test_env=SAMPAN_DATA_DIR=$(DATA_DIR) --test_env=ASAN_OPTIONS=detect_leaks=0 //...
+	$(MAKE) tsan
+
+# The concurrency tests under ThreadSanitizer alone (CI runs this part).
+tsan: deps
+	grep -qx "bazel-$(notdir $(CURDIR))" .bazelignore 2>/dev/null || echo "bazel-$(notdir $(CURDIR))" >> .bazelignore
 	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan test --config=tsan $(TSAN_TESTS)
+	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan shutdown
 
 clean:
 	$(BAZEL) clean

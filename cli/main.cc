@@ -280,6 +280,12 @@ int PserverMain(int argc, char** argv) {
   if (table_options.backend == Backend::kRocksDb) {
     ps_options.data_dir = table_options.data_dir;
     ps_options.min_free_disk_bytes = inv.config.table().min_free_disk_bytes();
+    // Checkpoints go where this job's config says, whoever asks.
+    const std::string root =
+        std::filesystem::absolute(CheckpointRoot(inv.config)).string();
+    ps_options.checkpoint_dir = [root, index](uint64_t epoch) {
+      return PserverCheckpointDir(root, epoch, index);
+    };
   }
   std::vector<std::unique_ptr<SparseTable>> tables;
   absl::StatusOr<std::unique_ptr<SparseTable>> table = NewTable(table_options);

@@ -66,7 +66,8 @@ absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config) {
     }
   }
   for (uint32_t i = 0; i < config.cluster().num_pservers(); ++i) {
-    const std::string snapshot = absl::StrCat(*dir, "/pserver-", i);
+    const std::string snapshot = absl::StrCat(*dir, "/pserver-", i);  // as
+    // PserverCheckpointDir lays it out
     const std::string data_dir = TableOptionsFromJob(config, i).data_dir;
     if (absl::Status s = ReplaceContents(snapshot, data_dir); !s.ok()) {
       return absl::Status(

@@ -44,6 +44,15 @@ std::string CheckpointRoot(const JobConfig& config) {
              : config.checkpoint().dir();
 }
 
+std::string PserverCheckpointDir(const std::string& root, uint64_t epoch,
+                                 uint32_t index) {
+  return absl::StrCat(CheckpointDir(root, epoch), "/pserver-", index);
+}
+
+std::string DenseCheckpointFile(const std::string& root, uint64_t steps) {
+  return absl::StrCat(root, "/dense-step", steps, ".bin");
+}
+
 std::string CheckpointDir(const std::string& root, uint64_t epoch) {
   return absl::StrCat(root, "/", kPrefix, epoch);
 }

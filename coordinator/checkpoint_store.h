@@ -28,6 +28,15 @@ inline constexpr uint32_t kManifestVersion = 1;
 std::string CheckpointRoot(const JobConfig& config);
 // <root>/ckpt-<epoch>.
 std::string CheckpointDir(const std::string& root, uint64_t epoch);
+// <root>/ckpt-<epoch>/pserver-<index>: where pserver `index` snapshots its
+// tables for `epoch` (each pserver derives it from its own config).
+std::string PserverCheckpointDir(const std::string& root, uint64_t epoch,
+                                 uint32_t index);
+// <root>/dense-step<steps>.bin: where rank 0 of a HYBRID/SYNC job saves its
+// dense state before it arrives at a checkpoint at `steps`; the coordinator
+// derives the same name and moves the file into the checkpoint as dense.bin
+// (no RPC carries a path).
+std::string DenseCheckpointFile(const std::string& root, uint64_t steps);
 // The highest epoch with a directory under `root`, complete or not; 0 when
 // there is none. New checkpoints take the epochs after it.
 uint64_t MaxCheckpointEpoch(const std::string& root);

@@ -123,7 +123,9 @@ class CheckpointerImpl final : public Checkpointer {
     if (round_ == nullptr) NewRound(/*announced=*/false);
     std::shared_ptr<Round> round = round_;
     round->arrived[rank] = req.position();
-    if (!req.dense_file().empty()) round->dense_file = req.dense_file();
+    if (req.dense_saved()) {
+      round->dense_file = DenseCheckpointFile(root_, req.position().steps());
+    }
     if (req.missed()) {
       Abandon(round,
               absl::StrCat("trainer ", rank, " was at step ",
@@ -262,7 +264,8 @@ class CheckpointerImpl final : public Checkpointer {
         ps::SparseTable::NewStub(grpc::CreateChannel(address, credentials_));
     ps::CheckpointRequest req;
     req.set_epoch(round.epoch);
-    req.set_dir(absl::StrCat(dir, "/pserver-", i));
+    // The pserver derives the same directory from its own config.
+    const std::string snapshot = PserverCheckpointDir(root_, round.epoch, i);
     // One deadline for the whole snapshot phase, counted from the round's
     // start: trainers wait longer than that (timeout + 2 RPC deadlines from
     // their arrival), so none resumes pushing while a snapshot may still be
@@ -271,7 +274,7 @@ class CheckpointerImpl final : public Checkpointer {
     absl::Duration backoff = absl::Milliseconds(50);
     while (true) {
       std::error_code ec;
-      fs::remove_all(req.dir(), ec);  // a failed attempt's partial copy
+      fs::remove_all(snapshot, ec);  // a failed attempt's partial copy
       grpc::ClientContext ctx;
       ctx.set_deadline(absl::ToChronoTime(limit));
       ps::CheckpointResponse resp;

@@ -273,19 +273,24 @@ class PserverImpl final : public Pserver,
 
   Status DoCheckpoint(const ps::CheckpointRequest& req,
                       ps::CheckpointResponse* resp) {
-    if (req.dir().empty()) return Invalid("Checkpoint: dir is empty");
+    if (!options_.checkpoint_dir) {
+      return Status(StatusCode::FAILED_PRECONDITION,
+                    "Checkpoint: this pserver has no checkpoint directory");
+    }
+    if (req.epoch() == 0) return Invalid("Checkpoint: epoch must be >= 1");
+    const std::string dir = options_.checkpoint_dir(req.epoch());
     const absl::Time start = absl::Now();
     absl::Status s = disk_.Check();  // a snapshot flushes memtables
     for (size_t i = 0; i < tables_.size() && s.ok(); ++i) {
       s = tables_[i]->Flush();
       if (s.ok()) {
-        s = tables_[i]->Snapshot(
-            i == 0 ? req.dir() : absl::StrCat(req.dir(), "/table-", i));
+        s = tables_[i]->Snapshot(i == 0 ? dir
+                                        : absl::StrCat(dir, "/table-", i));
       }
     }
     if (!s.ok()) {
-      SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << " to " << req.dir()
-                        << ": " << s.message();
+      SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << " to " << dir << ": "
+                        << s.message();
       const StatusCode code =
           absl::IsUnimplemented(s) || absl::IsFailedPrecondition(s)
               ? StatusCode::FAILED_PRECONDITION
@@ -293,8 +298,8 @@ class PserverImpl final : public Pserver,
       return Status(code, absl::StrCat("Checkpoint: ", s.message()));
     }
     resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
-    SAMPAN_LOG(INFO) << "checkpoint " << req.epoch() << ": snapshot in "
-                     << req.dir() << " (" << resp->seconds() << " s)";
+    SAMPAN_LOG(INFO) << "checkpoint " << req.epoch() << ": snapshot in " << dir
+                     << " (" << resp->seconds() << " s)";
     return Status::OK;
   }
 

@@ -36,7 +36,9 @@
 #define SAMPAN_PSERVER_PSERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "proto/job.pb.h"
@@ -68,6 +70,10 @@ struct PserverOptions {
   // 0 = never. For RocksDB tables.
   std::string data_dir;
   uint64_t min_free_disk_bytes = 0;
+  // Where the Checkpoint RPC for an epoch snapshots (a directory that must
+  // not exist yet), derived from the server's own configuration; unset: the
+  // RPC is refused (FAILED_PRECONDITION). The caller names only the epoch.
+  std::function<std::string(uint64_t epoch)> checkpoint_dir;
 };
 
 class Pserver {
@@ -75,9 +81,10 @@ class Pserver {
   // Serves `table` as table 0. Registers its metrics in MetricsRegistry().
   static std::unique_ptr<Pserver> Create(const PserverOptions& options,
                                          std::unique_ptr<SparseTable> table);
-  // Serves tables[i] as table i. A checkpoint snapshots table 0 into the
-  // request's dir and table i > 0 into dir/table-i (job_options.h lays the
-  // data directories out the same way). Gauges sum the tables.
+  // Serves tables[i] as table i. A checkpoint snapshots table 0 into
+  // options.checkpoint_dir(epoch) and table i > 0 into its table-i
+  // (job_options.h lays the data directories out the same way). Gauges sum the
+  // tables.
   static std::unique_ptr<Pserver> Create(
       const PserverOptions& options,
       std::vector<std::unique_ptr<SparseTable>> tables);

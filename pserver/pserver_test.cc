@@ -147,6 +147,9 @@ class TwoTablePserverTest : public ::testing::Test {
     }
     PserverOptions o;
     o.num_shards = kShards;
+    o.checkpoint_dir = [this](uint64_t epoch) {
+      return absl::StrCat(root_, "/ckpt-", epoch);
+    };
     served_ = std::make_unique<ServedPserver>(o, std::move(tables));
   }
 
@@ -200,14 +203,19 @@ TEST_F(TwoTablePserverTest, CheckpointHoldsBothTables) {
   const uint64_t key = 777;
   ASSERT_TRUE(Push(0, key, {2}, 1).ok());
   ASSERT_TRUE(Push(1, key, {1, 0, 0, 3}, 1).ok());
+  // The pserver writes where its options say for the epoch; the request
+  // names no path.
   const std::string ckpt = root_ + "/ckpt-1";
   ps::CheckpointRequest req;
   req.set_epoch(1);
-  req.set_dir(ckpt);
   ps::CheckpointResponse resp;
   grpc::ClientContext ctx;
   const grpc::Status s = served_->stub().Checkpoint(&ctx, req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
+  req.set_epoch(0);
+  grpc::ClientContext ctx0;
+  EXPECT_EQ(served_->stub().Checkpoint(&ctx0, req, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
   // Changes after the checkpoint are not in it.
   ASSERT_TRUE(Push(1, key, {1, 1, 1, 1}, 2).ok());
   served_.reset();
@@ -359,6 +367,24 @@ TEST(ShrinkDiskGuardTest, RefusedWhileTheDiskGuardRefusesWrites) {
   EXPECT_TRUE(absl::StrContains(s.error_message(), "Shrink: pserver 0: disk"))
       << s.error_message();
   EXPECT_EQ(PserverMetrics::Get()->table_shrinks->Value(), shrinks);
+}
+
+// Without a checkpoint directory of its own a pserver takes no checkpoint:
+// no caller can make it write anywhere.
+TEST(CheckpointTest, RefusedWithoutItsOwnDirectory) {
+  std::vector<std::unique_ptr<SparseTable>> tables;
+  tables.push_back(NewMemoryTable(Options("", 0)));
+  PserverOptions o;
+  o.num_shards = kShards;
+  ServedPserver served(o, std::move(tables));
+  ps::CheckpointRequest req;
+  req.set_epoch(3);
+  ps::CheckpointResponse resp;
+  grpc::ClientContext ctx;
+  const grpc::Status s = served.stub().Checkpoint(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            "Checkpoint: this pserver has no checkpoint directory");
 }
 
 // A memory table whose Shrink waits to be released while it holds a lock

@@ -139,7 +139,7 @@ absl::StatusOr<std::string> RankDense::SaveForCheckpoint(uint64_t steps) {
       std::filesystem::absolute(CheckpointRoot(*o_.config)).string();
   std::error_code ec;
   std::filesystem::create_directories(root, ec);
-  const std::string path = absl::StrCat(root, "/dense-step", steps, ".bin");
+  const std::string path = DenseCheckpointFile(root, steps);
   absl::Status s = SaveDenseModel(path, *o_.model, hybrid_->State());
   if (!s.ok()) return s;
   return path;

@@ -348,7 +348,7 @@ class Trainer : public StepObserver {
                             << pass.name() << ": " << path.status().message();
         return;
       }
-      req.set_dense_file(*path);
+      req.set_dense_saved(true);
     }
     absl::StatusOr<coord::CheckpointArriveResponse> resp =
         coordinator_.CheckpointArrive(
@@ -401,7 +401,7 @@ class Trainer : public StepObserver {
       absl::StatusOr<std::string> path =
           dense_->SaveForCheckpoint(gate_.steps());
       if (!path.ok()) return path.status();
-      req.set_dense_file(*path);
+      req.set_dense_saved(true);
     }
     const absl::Time start = absl::Now();
     absl::StatusOr<coord::CheckpointArriveResponse> resp =

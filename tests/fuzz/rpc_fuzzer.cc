@@ -1,15 +1,17 @@
-// libFuzzer target: arbitrary bytes as Pull, Push, Stats and Shrink
-// requests to a real pserver over loopback gRPC. Every call must be answered
-// (OK or a clean error) and the server must stay up.
+// libFuzzer target: arbitrary bytes as Pull, Push, Stats, Shrink and
+// Checkpoint requests to a real pserver over loopback gRPC. Every call must
+// be answered (OK or a clean error) and the server must stay up.
 //
-// Checkpoint is not called: its request names a directory that the pserver
-// creates and writes a snapshot into, so fuzzed bytes would write files
-// wherever this process may (issue 22: RPCs should carry ids, not paths).
+// A Checkpoint request names only an epoch; the pserver derives the
+// directory (here a temporary one, epochs folded onto 8 names so that the
+// snapshots stay few: a repeated one is refused because it exists).
 #include <grpcpp/grpcpp.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "pserver/pserver.h"
 #include "sparse_table/sparse_table.h"
@@ -27,6 +29,11 @@ struct Fixture {
     t.embedding_dim = 3;
     sampan::PserverOptions p;
     p.num_shards = 4;
+    char dir[] = "/tmp/rpc_fuzzer.XXXXXX";
+    const std::string root = mkdtemp(dir) != nullptr ? dir : "/tmp";
+    p.checkpoint_dir = [root](uint64_t epoch) {
+      return root + "/ckpt-" + std::to_string(epoch % 8);
+    };
     pserver = sampan::Pserver::Create(p, std::move(*sampan::NewTable(t)));
     grpc::ServerBuilder builder;
     int port = 0;
@@ -58,7 +65,7 @@ void MustAnswer(Call call) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Fixture* f = new Fixture;
   if (size == 0) return 0;
-  const uint8_t kind = data[0] % 4;
+  const uint8_t kind = data[0] % 5;
   ++data;
   --size;
   if (kind == 0) {
@@ -79,12 +86,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sampan::ps::StatsResponse resp;
     MustAnswer(
         [&](grpc::ClientContext* c) { return f->stub->Stats(c, req, &resp); });
-  } else {
+  } else if (kind == 3) {
     sampan::ps::ShrinkRequest req;
     if (!req.ParseFromArray(data, size)) return 0;
     sampan::ps::ShrinkResponse resp;
     MustAnswer(
         [&](grpc::ClientContext* c) { return f->stub->Shrink(c, req, &resp); });
+  } else {
+    sampan::ps::CheckpointRequest req;
+    if (!req.ParseFromArray(data, size)) return 0;
+    sampan::ps::CheckpointResponse resp;
+    MustAnswer([&](grpc::ClientContext* c) {
+      return f->stub->Checkpoint(c, req, &resp);
+    });
   }
   return 0;
 }

@@ -15,12 +15,24 @@ ABSL=$(echo -labsl_{statusor,status,cord,cordz_info,cord_internal,cordz_function
 FLAGS=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I. -I"$GEN" -I/usr/include/eigen3)
 
+# Every input of a fuzzer: its sources and the project's headers they
+# include (the preprocessor's list; system headers left out), so that a
+# changed header rebuilds it too.
+inputs_of() {  # sources...
+  clang++ -std=c++17 -I. -I"$GEN" -I/usr/include/eigen3 -MM "$@" |
+    tr ' \\' '\n\n' | grep -v -e ':$' -e '^$' | sort -u
+}
+
 build() {  # name sources... -- libs...
   local name=$1; shift
-  local sources=() arg
+  local sources=() arg inputs
   for arg in "$@"; do [[ $arg == -* ]] || sources+=("$arg"); done
-  if [ -x "$OUT/$name" ] && [ -z "$(find "${sources[@]}" -newer "$OUT/$name" | head -1)" ]; then
-    return 0  # up to date
+  if [ -x "$OUT/$name" ]; then
+    mapfile -t inputs < <(inputs_of "${sources[@]}")
+    if [ ${#inputs[@]} -gt 0 ] &&
+       [ -z "$(find "${inputs[@]}" -newer "$OUT/$name" | head -1)" ]; then
+      return 0  # up to date
+    fi
   fi
   echo "building $name"
   clang++ "${FLAGS[@]}" -o "$OUT/$name" "$@" $ABSL -lpthread
