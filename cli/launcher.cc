@@ -110,9 +110,15 @@ class Launcher {
         return 2;
       }
     }
-    if (absl::Status s = CheckInitModel(config_); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
+    absl::StatusOr<std::string> init = CheckInitModel(config_);
+    if (!init.ok()) {
+      std::cerr << "error: " << init.status().message() << "\n";
       return 2;
+    }
+    if (InitFromCheckpoint(config_)) {
+      // Every process takes the checkpoint checked here, even if the job
+      // that writes that root takes a newer one meanwhile.
+      config_.set_init_model(*init);
     }
     if (!Prepare()) return 1;
     InstallSignalHandlers();
@@ -143,6 +149,17 @@ class Launcher {
       }
       resume_from_ = *dir;
       std::cerr << "resuming from " << resume_from_ << "\n";
+    } else if (InitFromCheckpoint(config_)) {
+      // Warm start from a checkpoint: its tables as they were, optimizer
+      // state and statistics included (trainer/warm_start.h).
+      if (absl::Status s =
+              RestorePserverSnapshots(config_, config_.init_model());
+          !s.ok()) {
+        std::cerr << "error: init_model: " << s.message() << "\n";
+        return false;
+      }
+      std::cerr << "warm start from checkpoint " << config_.init_model()
+                << "\n";
     }
     if (config_.data().synthetic().rows() > 0) {
       absl::StatusOr<SyntheticData> data = EnsureSyntheticData(config_);

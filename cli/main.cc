@@ -397,7 +397,7 @@ int ValidateMain(int argc, char** argv) {
     return ConfigError(
         absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
   }
-  if (absl::Status s = CheckInitModel(*config); !s.ok()) {
+  if (absl::Status s = CheckInitModel(*config).status(); !s.ok()) {
     return ConfigError(
         absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
   }

@@ -65,8 +65,16 @@ absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config) {
           " (its trainers' positions would point at other rows)"));
     }
   }
+  if (absl::Status s = RestorePserverSnapshots(config, *dir); !s.ok()) {
+    return s;
+  }
+  return *dir;
+}
+
+absl::Status RestorePserverSnapshots(const JobConfig& config,
+                                     const std::string& dir) {
   for (uint32_t i = 0; i < config.cluster().num_pservers(); ++i) {
-    const std::string snapshot = absl::StrCat(*dir, "/pserver-", i);  // as
+    const std::string snapshot = absl::StrCat(dir, "/pserver-", i);  // as
     // PserverCheckpointDir lays it out
     const std::string data_dir = TableOptionsFromJob(config, i).data_dir;
     if (absl::Status s = ReplaceContents(snapshot, data_dir); !s.ok()) {
@@ -75,7 +83,7 @@ absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config) {
                                  ": ", s.message()));
     }
   }
-  return *dir;
+  return absl::OkStatus();
 }
 
 }  // namespace sampan

@@ -16,6 +16,13 @@ namespace sampan {
 // Call before any pserver starts.
 absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config);
 
+// Replaces every pserver's database directory with a copy of its snapshot
+// in the checkpoint directory `dir` (RestoreLatestCheckpoint's last step,
+// and a warm start's from init_model). Call before any pserver starts.
+// Errors name the directory that could not be restored.
+absl::Status RestorePserverSnapshots(const JobConfig& config,
+                                     const std::string& dir);
+
 }  // namespace sampan
 
 #endif  // SAMPAN_CLI_RESUME_H_

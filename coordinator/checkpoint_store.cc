@@ -20,6 +20,21 @@ namespace fs = std::filesystem;
 
 constexpr char kManifest[] = "MANIFEST";
 constexpr char kPrefix[] = "ckpt-";
+constexpr char kJobFile[] = "job.pbtxt";
+
+// Parses the text proto at `path` into `out`: NotFound when it cannot be
+// read, DataLoss naming it (as `what`) when it does not parse.
+absl::Status ReadTextProto(const std::string& path, const char* what,
+                           google::protobuf::Message* out) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!google::protobuf::TextFormat::ParseFromString(text.str(), out)) {
+    return absl::DataLossError(absl::StrCat(path, ": not a valid ", what));
+  }
+  return absl::OkStatus();
+}
 
 // Epochs of the ckpt-<epoch> directories under root, ascending.
 std::map<uint64_t, std::string> ListEpochs(const std::string& root) {
@@ -83,13 +98,9 @@ absl::Status WriteManifest(const std::string& dir,
 absl::StatusOr<coord::CheckpointManifest> ReadManifest(const std::string& dir,
                                                        bool verify) {
   const std::string path = absl::StrCat(dir, "/", kManifest);
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-  std::stringstream text;
-  text << in.rdbuf();
   coord::CheckpointManifest manifest;
-  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &manifest)) {
-    return absl::DataLossError(absl::StrCat(path, ": not a valid manifest"));
+  if (absl::Status s = ReadTextProto(path, "manifest", &manifest); !s.ok()) {
+    return s;
   }
   if (manifest.version() != kManifestVersion) {
     return absl::DataLossError(absl::StrCat(path, ": version ",
@@ -102,6 +113,44 @@ absl::StatusOr<coord::CheckpointManifest> ReadManifest(const std::string& dir,
     if (!s.ok()) return s;
   }
   return manifest;
+}
+
+absl::Status WriteCheckpointConfig(const std::string& dir,
+                                   const JobConfig& config) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(config, &text);
+  return WriteFileDurably(absl::StrCat(dir, "/", kJobFile), text);
+}
+
+absl::StatusOr<JobConfig> ReadCheckpointConfig(const std::string& dir) {
+  const std::string path = absl::StrCat(dir, "/", kJobFile);
+  JobConfig config;
+  absl::Status s = ReadTextProto(path, "JobConfig text proto", &config);
+  if (absl::IsNotFound(s)) {
+    return absl::NotFoundError(absl::StrCat(
+        path,
+        " does not exist: the checkpoint was taken before checkpoints "
+        "recorded their job's config"));
+  }
+  if (!s.ok()) return s;
+  return config;
+}
+
+bool IsCheckpointPath(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(absl::StrCat(path, "/", kManifest), ec) ||
+         !ListEpochs(path).empty();
+}
+
+absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path,
+                                              bool verify) {
+  std::error_code ec;
+  if (!fs::exists(absl::StrCat(path, "/", kManifest), ec)) {
+    return LatestCompleteCheckpoint(path);
+  }
+  absl::StatusOr<coord::CheckpointManifest> m = ReadManifest(path, verify);
+  if (!m.ok()) return m.status();
+  return path;
 }
 
 absl::StatusOr<std::string> LatestCompleteCheckpoint(const std::string& root) {

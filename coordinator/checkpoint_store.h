@@ -2,8 +2,9 @@
 // complete, and which one a resume uses.
 //
 // Layout: <root>/ckpt-<epoch>/ holds pserver-<i>/ (each pserver's RocksDB
-// snapshot), dense.bin (hybrid jobs) and MANIFEST. The manifest lists every
-// other file with its size and crc32 and is written last, through a
+// snapshot), dense.bin (hybrid jobs), job.pbtxt (the job config it was taken
+// under) and MANIFEST. The manifest lists every other file with its size and
+// crc32 and is written last, through a
 // temporary file, fsync and rename, so a checkpoint without a MANIFEST (a
 // crash while it was taken) is incomplete and is never used.
 //
@@ -51,6 +52,28 @@ absl::Status WriteManifest(const std::string& dir,
 // NotFound without a manifest.
 absl::StatusOr<coord::CheckpointManifest> ReadManifest(const std::string& dir,
                                                        bool verify = true);
+
+// Writes `config` as <dir>/job.pbtxt (text proto), durably; call before
+// WriteManifest, which then lists it.
+absl::Status WriteCheckpointConfig(const std::string& dir,
+                                   const JobConfig& config);
+
+// The job config <dir>/job.pbtxt records: what a warm start from the
+// checkpoint checks its own shape against. NotFound (naming the file) for a
+// checkpoint taken before checkpoints recorded it; DataLoss when it does not
+// parse. Verify the manifest first (ReadManifest): this reads the file only.
+absl::StatusOr<JobConfig> ReadCheckpointConfig(const std::string& dir);
+
+// Whether `path` is a checkpoint directory (it has a MANIFEST) or a root of
+// them (it has ckpt-<epoch> directories). Reads the directory listing only.
+bool IsCheckpointPath(const std::string& path);
+
+// The checkpoint `path` names: `path` itself when it has a MANIFEST (its
+// files verified against it with `verify`; errors as ReadManifest's), else
+// the newest complete one under it (LatestCompleteCheckpoint, which always
+// verifies).
+absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path,
+                                              bool verify = true);
 
 // The directory of the complete checkpoint with the highest epoch under
 // `root` whose files verify; NotFound when there is none.

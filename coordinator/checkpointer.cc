@@ -248,6 +248,11 @@ class CheckpointerImpl final : public Checkpointer {
         absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
     manifest->set_num_pservers(config_.cluster().num_pservers());
     manifest->set_num_trainers(config_.cluster().num_trainers());
+    // What a job warm-starting from this checkpoint checks its shape
+    // against (trainer/warm_start.h).
+    if (absl::Status s = WriteCheckpointConfig(dir, config_); !s.ok()) {
+      return absl::StrCat("job config: ", s.message());
+    }
     if (absl::Status s = WriteManifest(dir, manifest); !s.ok()) {
       return absl::StrCat("manifest: ", s.message());
     }

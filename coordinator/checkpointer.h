@@ -9,9 +9,11 @@
 //   2. the last arrival asks every pserver to flush and snapshot its
 //      database into <root>/ckpt-<epoch>/pserver-<i> (Checkpoint RPC with a
 //      deadline, retried while a restarting pserver is unavailable);
-//   3. rank 0's dense state (hybrid jobs) is moved in, then the manifest
-//      with every trainer's data position and every file's size and crc32
-//      is written last; older checkpoints beyond checkpoint.keep go;
+//   3. rank 0's dense state (hybrid jobs) is moved in and the job's config
+//      written (job.pbtxt: a later job warm-starting from the checkpoint
+//      checks its shape against it), then the manifest with every trainer's
+//      data position and every file's size and crc32 is written last; older
+//      checkpoints beyond checkpoint.keep go;
 //   4. the trainers are released.
 // If not every trainer arrives within checkpoint.timeout_seconds, a
 // snapshot fails, or a hybrid rank was already past the announced step, the

@@ -322,6 +322,15 @@ absl::StatusOr<std::unique_ptr<SparseTable>> NewTable(
 absl::Status RestoreSnapshot(const std::string& snapshot_dir,
                              const std::string& data_dir);
 
+// The keys with key % parts == part of the rows of table `table_name` in the
+// RocksDB full snapshot `snapshot_dir` (what Snapshot wrote, e.g. a
+// checkpoint's pserver-<i>), ascending. Opens it read-only and writes
+// nothing into it, so a verified checkpoint stays verified; the snapshot
+// must not change meanwhile. The error names the directory.
+absl::StatusOr<std::vector<uint64_t>> SnapshotKeys(
+    const std::string& snapshot_dir, const std::string& table_name,
+    uint32_t part, uint32_t parts);
+
 }  // namespace sampan
 
 #endif  // SAMPAN_SPARSE_TABLE_SPARSE_TABLE_H_

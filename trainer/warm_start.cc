@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "coordinator/checkpoint_store.h"
 #include "sparse_table/job_options.h"
 #include "trainer/async_dense.h"
 #include "trainer/local_job.h"
@@ -63,19 +64,102 @@ std::vector<std::string> ShapeDifferences(const JobConfig& model,
   return d;
 }
 
+absl::Status AnotherModel(const JobConfig& config,
+                          const std::vector<std::string>& d,
+                          const char* what = "another model than this job's") {
+  return Named(config, absl::InvalidArgumentError(
+                           absl::StrCat(what, ": ", absl::StrJoin(d, "; "))));
+}
+
+// Whether the job has dense weights that a checkpoint carries.
+bool HasDenseWeights(const JobConfig& job) {
+  return HasDenseTable(job) ||
+         (job.model().type() != LR && job.model().type() != FM);
+}
+
+// Beyond the model's shape, what a checkpoint's pserver snapshots and dense
+// state need to be usable as they are: the same tables (shards, pservers,
+// stored row layout, backend) and the same home for the dense weights.
+std::vector<std::string> CheckpointDifferences(const JobConfig& was,
+                                               const JobConfig& job) {
+  std::vector<std::string> d = ShapeDifferences(was, job);
+  auto differ = [&d](const char* field, const std::string& there,
+                     const std::string& here, const char* why) {
+    if (there != here) {
+      d.push_back(absl::StrCat(field, " is ", there, " there, ", here,
+                               " here (", why, ")"));
+    }
+  };
+  differ("cluster.num_pservers", absl::StrCat(was.cluster().num_pservers()),
+         absl::StrCat(job.cluster().num_pservers()),
+         "each pserver's snapshot holds the shards it owned");
+  differ("table.num_shards", absl::StrCat(was.table().num_shards()),
+         absl::StrCat(job.table().num_shards()),
+         "rows and writer sequences are kept by shard");
+  differ("table.backend", TableBackend_Name(was.table().backend()),
+         TableBackend_Name(job.table().backend()),
+         "a checkpoint holds RocksDB databases; warm start a memory table "
+         "from a published version");
+  differ("table.optimizer.type",
+         OptimizerType_Name(was.table().optimizer().type()),
+         OptimizerType_Name(job.table().optimizer().type()),
+         "the rows keep that rule's state");
+  if (HasDenseWeights(job)) {
+    differ("model.mode", HasDenseTable(was) ? "ASYNC" : "HYBRID/SYNC",
+           HasDenseTable(job) ? "ASYNC" : "HYBRID/SYNC",
+           "dense weights on the pservers or in dense.bin");
+    differ("model.dense_optimizer.type",
+           OptimizerType_Name(was.model().dense_optimizer().type()),
+           OptimizerType_Name(job.model().dense_optimizer().type()),
+           "the dense weights keep that rule's state");
+  }
+  return d;
+}
+
+// init_model as a checkpoint: verified (every file against its MANIFEST),
+// taken by a job of this shape, with what this job needs in it.
+absl::StatusOr<std::string> CheckInitCheckpoint(const JobConfig& config) {
+  absl::StatusOr<std::string> dir = ResolveCheckpoint(config.init_model());
+  if (!dir.ok()) return Named(config, dir.status());
+  absl::StatusOr<coord::CheckpointManifest> m = ReadManifest(*dir, false);
+  if (!m.ok()) return Named(config, m.status());
+  absl::StatusOr<JobConfig> was = ReadCheckpointConfig(*dir);
+  if (!was.ok()) {
+    return Named(config,
+                 absl::Status(was.status().code(),
+                              absl::StrCat(was.status().message(),
+                                           "; warm start from a model version "
+                                           "or a newer checkpoint")));
+  }
+  const std::vector<std::string> d = CheckpointDifferences(*was, config);
+  if (!d.empty()) {
+    return AnotherModel(config, d,
+                        "taken by a job of another model or other tables "
+                        "than this one's");
+  }
+  const bool lockstep_dense = !HasDenseTable(config) && HasDenseWeights(config);
+  if (lockstep_dense && !m->has_dense()) {
+    return Named(config,
+                 absl::DataLossError(absl::StrCat(
+                     *dir, " holds no dense.bin for the dense weights")));
+  }
+  return *dir;
+}
+
 }  // namespace
 
-absl::Status CheckInitModel(const JobConfig& config) {
-  if (config.init_model().empty()) return absl::OkStatus();
+bool InitFromCheckpoint(const JobConfig& config) {
+  return !config.init_model().empty() && IsCheckpointPath(config.init_model());
+}
+
+absl::StatusOr<std::string> CheckInitModel(const JobConfig& config) {
+  if (config.init_model().empty()) return std::string();
+  if (InitFromCheckpoint(config)) return CheckInitCheckpoint(config);
   absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
   if (!m.ok()) return Named(config, m.status());
   const std::vector<std::string> d = ShapeDifferences(m->config, config);
-  if (!d.empty()) {
-    return Named(config, absl::InvalidArgumentError(
-                             absl::StrCat("another model than this job's: ",
-                                          absl::StrJoin(d, "; "))));
-  }
-  return absl::OkStatus();
+  if (!d.empty()) return AnotherModel(config, d);
+  return config.init_model();
 }
 
 // Whether `key`'s row lives on pserver `index` (common/hash.h).
@@ -97,6 +181,8 @@ void KeepOwn(const JobConfig& config, int index, uint64_t key, const float* row,
 absl::StatusOr<uint64_t> LoadInitDenseRows(const JobConfig& config, int index,
                                            SparseTable* table) {
   if (config.init_model().empty() || !HasDenseTable(config)) return 0;
+  // A checkpoint's dense table is in the snapshot the launcher restored.
+  if (InitFromCheckpoint(config)) return 0;
   if (table->Stats().rows > 0) return 0;
   absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config);
   if (!o.ok()) return o.status();
@@ -131,6 +217,12 @@ absl::StatusOr<uint64_t> LoadInitDenseRows(const JobConfig& config, int index,
 absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
                                       SparseTable* table) {
   if (config.init_model().empty()) return 0;
+  if (InitFromCheckpoint(config)) {
+    SAMPAN_LOG(INFO) << "pserver " << index << ": warm start from checkpoint "
+                     << config.init_model()
+                     << " (its snapshot is this pserver's database)";
+    return 0;
+  }
   if (table->Stats().rows > 0) {
     SAMPAN_LOG(INFO) << "pserver " << index
                      << ": the table has rows already; init_model "
@@ -169,10 +261,31 @@ absl::StatusOr<uint64_t> LoadInitRows(const JobConfig& config, int index,
   return keys.size();
 }
 
+// A checkpoint's keys: read from its pservers' snapshots (read-only; no
+// pserver lists its keys over RPC yet, and the snapshot, unlike the live
+// table, is the checkpoint's state exactly).
+absl::StatusOr<std::vector<uint64_t>> CheckpointKeys(const JobConfig& config,
+                                                     int part, int parts) {
+  absl::StatusOr<std::string> dir =
+      ResolveCheckpoint(config.init_model(), /*verify=*/false);
+  if (!dir.ok()) return Named(config, dir.status());
+  std::vector<uint64_t> keys;
+  for (uint32_t i = 0; i < config.cluster().num_pservers(); ++i) {
+    absl::StatusOr<std::vector<uint64_t>> k =
+        SnapshotKeys(absl::StrCat(*dir, "/pserver-", i),
+                     TableOptionsFromJob(config, i).table_name, part, parts);
+    if (!k.ok()) return Named(config, k.status());
+    keys.insert(keys.end(), k->begin(), k->end());
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
 absl::StatusOr<std::vector<uint64_t>> InitModelKeys(const JobConfig& config,
                                                     int part, int parts) {
   std::vector<uint64_t> keys;
   if (config.init_model().empty()) return keys;
+  if (InitFromCheckpoint(config)) return CheckpointKeys(config, part, parts);
   absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
   if (!m.ok()) return Named(config, m.status());
   for (const auto& entry : m->sparse.index) {
@@ -186,6 +299,15 @@ absl::StatusOr<std::vector<uint64_t>> InitModelKeys(const JobConfig& config,
 
 absl::StatusOr<DenseModelState> LoadInitDense(const JobConfig& config,
                                               const CtrModel& model) {
+  if (InitFromCheckpoint(config)) {
+    absl::StatusOr<std::string> dir =
+        ResolveCheckpoint(config.init_model(), /*verify=*/false);
+    if (!dir.ok()) return Named(config, dir.status());
+    absl::StatusOr<DenseModelState> d =
+        LoadDenseModel(DenseModelPath(*dir), model);
+    if (!d.ok()) return Named(config, d.status());
+    return d;
+  }
   absl::StatusOr<LoadedModel> m = ReadModel(config.init_model());
   if (!m.ok()) return Named(config, m.status());
   absl::StatusOr<DenseModelState> d =
