@@ -81,5 +81,41 @@ TEST(CheckpointStore, PruneKeepsNewestComplete) {
   EXPECT_TRUE(fs::exists(CheckpointDir(root, 5)));  // newer than the newest
 }
 
+TEST(CheckpointStore, JobConfigAndResolve) {
+  const std::string root = Root("resolve");
+  EXPECT_FALSE(IsCheckpointPath(root));
+  // A checkpoint of before job.pbtxt: NotFound saying so.
+  MakeCheckpoint(root, 1);
+  auto old = ReadCheckpointConfig(CheckpointDir(root, 1));
+  EXPECT_TRUE(absl::IsNotFound(old.status()));
+  EXPECT_NE(old.status().message().find("recorded"), std::string::npos);
+  // A new one: the config beside the snapshots, listed in the manifest.
+  const std::string dir = CheckpointDir(root, 2);
+  JobConfig config;
+  config.set_name("ckpt-job");
+  config.mutable_table()->set_num_shards(16);
+  WriteFile(dir + "/pserver-0/000001.sst", "rows");
+  ASSERT_TRUE(WriteCheckpointConfig(dir, config).ok());
+  coord::CheckpointManifest m;
+  ASSERT_TRUE(WriteManifest(dir, &m).ok());
+  EXPECT_EQ(m.files(0).path(), "job.pbtxt");
+  auto read = ReadCheckpointConfig(dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->name(), "ckpt-job");
+  EXPECT_EQ(read->table().num_shards(), 16u);
+  // A root resolves to its newest complete checkpoint, a directory to
+  // itself once its files verify.
+  EXPECT_TRUE(IsCheckpointPath(root));
+  EXPECT_TRUE(IsCheckpointPath(dir));
+  EXPECT_FALSE(IsCheckpointPath(dir + "/pserver-0"));
+  EXPECT_EQ(*ResolveCheckpoint(root), dir);
+  EXPECT_EQ(*ResolveCheckpoint(CheckpointDir(root, 1)), CheckpointDir(root, 1));
+  WriteFile(dir + "/pserver-0/000001.sst", "ROWS");  // same size, other crc
+  auto corrupt = ResolveCheckpoint(dir);
+  EXPECT_TRUE(absl::IsDataLoss(corrupt.status())) << corrupt.status();
+  EXPECT_EQ(*ResolveCheckpoint(dir, /*verify=*/false), dir);
+  EXPECT_EQ(*ResolveCheckpoint(root), CheckpointDir(root, 1));
+}
+
 }  // namespace
 }  // namespace sampan

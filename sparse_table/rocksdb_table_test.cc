@@ -282,6 +282,41 @@ TEST_P(RocksDbTableTest, SnapshotRestoreEqualsTableAtSnapshot) {
   EXPECT_EQ(PushOnes(*t, keys, 3, 2)->applied_keys, keys.size());
 }
 
+// What a snapshot directory holds: each file's name and size.
+std::vector<std::pair<std::string, uintmax_t>> Listing(const std::string& d) {
+  std::vector<std::pair<std::string, uintmax_t>> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(d)) {
+    out.emplace_back(e.path().string(),
+                     e.is_regular_file() ? e.file_size() : 0);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_P(RocksDbTableTest, SnapshotKeysListsTheSnapshotsRowsAndWritesNothing) {
+  const std::string dir = FreshDir("keys"), snap = FreshDir("keys_snap");
+  const TableOptions o = Options(dir, OptimizerRule::kAdagrad, 4);
+  auto t = Open(o);
+  ASSERT_TRUE(PushOnes(*t, Range(1000, 300), 3, 1).ok());
+  ASSERT_TRUE(t->Snapshot(snap).ok());
+  ASSERT_TRUE(PushOnes(*t, Range(5000, 50), 3, 2).ok());  // not in it
+  const auto before = Listing(snap);
+  std::vector<uint64_t> want;
+  for (uint64_t k = 1000; k < 1300; ++k) {
+    if (k % 3 == 1) want.push_back(k);
+  }
+  auto keys = SnapshotKeys(snap, o.table_name, 1, 3);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_EQ(*keys, want);
+  EXPECT_TRUE(SnapshotKeys(snap, "no-such-table", 0, 1)->empty());
+  EXPECT_EQ(Listing(snap), before);  // no LOG, no new MANIFEST
+  const auto missing = SnapshotKeys(snap + "-missing", o.table_name, 0, 1);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(snap + "-missing"),
+            std::string::npos)
+      << missing.status();
+}
+
 TEST_P(RocksDbTableTest, FullPlusDeltasRestoreEqualsLiveTable) {
   const std::string dir = FreshDir("delta"), copy = FreshDir("delta_copy"),
                     full = FreshDir("delta_full"), d1 = FreshDir("d1"),
