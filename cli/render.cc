@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/render_checkpoint.h"
 #include "cli/render_yaml.h"
+#include "coordinator/checkpoint_store.h"
 
 namespace sampan {
 namespace {
@@ -556,6 +557,17 @@ absl::StatusOr<std::vector<RenderedFile>> RenderKubernetes(
     const JobConfig& job) {
   absl::StatusOr<std::string> name = DnsName(job.name());
   if (!name.ok()) return name.status();
+  // A warm start from a checkpoint copies its pserver snapshots into each
+  // pserver's data directory before the pservers start: `sampan run` does,
+  // no rendered object does yet, and pservers starting empty would train
+  // the job cold without a word.
+  if (!job.init_model().empty() && IsCheckpointPath(job.init_model())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "init_model: ", job.init_model(),
+        " is a checkpoint; on Kubernetes warm start from a model version "
+        "(a versions root or v-NNNNNN) instead: copying a checkpoint's "
+        "snapshots into the pservers' volumes is `sampan run`'s only"));
+  }
   absl::StatusOr<CheckpointVolume> checkpoints =
       ResolveCheckpointVolume(job, *name);
   if (!checkpoints.ok()) return checkpoints.status();

@@ -1,11 +1,16 @@
 #include "cli/render.h"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "cli/render_checkpoint.h"
 #include "cli/render_yaml.h"
 #include "common/config.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "yaml-cpp/yaml.h"
@@ -136,6 +141,20 @@ TEST(RenderTest, GangSchedulingAndTlsAreOptIn) {
 
 TEST(RenderTest, RejectsNamesThatCannotBeDnsLabels) {
   EXPECT_FALSE(RenderKubernetes(Job("name: \"123\"\n")).ok());
+}
+
+// A warm start from a checkpoint needs the snapshots copied in first, which
+// no rendered object does.
+TEST(RenderTest, RefusesWarmStartFromACheckpoint) {
+  const std::string ckpt =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/ckpts/ckpt-1");
+  std::filesystem::create_directories(ckpt);
+  std::ofstream(ckpt + "/MANIFEST") << "";
+  absl::StatusOr<std::vector<RenderedFile>> warm =
+      RenderKubernetes(Job(absl::StrCat("init_model: ", ckpt, "\n")));
+  ASSERT_FALSE(warm.ok());
+  EXPECT_THAT(std::string(warm.status().message()),
+              testing::HasSubstr("is a checkpoint; on Kubernetes warm start"));
 }
 
 constexpr char kCheckpointing[] = R"(name: ck

@@ -291,10 +291,14 @@ class PserverImpl final : public Pserver,
     if (!s.ok()) {
       SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << " to " << dir << ": "
                         << s.message();
+      // UNAVAILABLE only for what a retry may cure (an I/O error); a
+      // snapshot that exists already or a table that cannot take one is
+      // said as it is, so the caller stops retrying.
       const StatusCode code =
           absl::IsUnimplemented(s) || absl::IsFailedPrecondition(s)
               ? StatusCode::FAILED_PRECONDITION
-              : StatusCode::UNAVAILABLE;
+          : absl::IsAlreadyExists(s) ? StatusCode::ALREADY_EXISTS
+                                     : StatusCode::UNAVAILABLE;
       return Status(code, absl::StrCat("Checkpoint: ", s.message()));
     }
     resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
