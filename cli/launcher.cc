@@ -15,14 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "cli/job_summary.h"
 #include "cli/progress.h"
 #include "cli/resume.h"
 #include "cli/synthetic_data.h"
@@ -528,59 +526,14 @@ class Launcher {
   }
 
   void PrintResult() {
-    std::ifstream in(ResultPath(config_));
-    std::map<std::string, std::string> result;
-    for (std::string line; std::getline(in, line);) {
-      std::pair<std::string, std::string> kv = absl::StrSplit(line, '=');
-      result[kv.first] = kv.second;
-    }
-    if (!config_.data().stream().root().empty()) PrintPasses();
-    if (result.count("test_auc") > 0) {
-      std::cout << "test AUC " << result["test_auc"] << "  logloss "
-                << result["test_logloss"] << "  COPC " << result["test_copc"]
-                << "  on " << result["test_rows"] << " held-out rows\n";
-    }
-    if (synthetic_rows_ > 0) {
-      std::cout << absl::StrFormat(
-          "planted model (the best reachable): AUC %.6f  logloss %.6f\n",
-          synthetic_.planted_auc, synthetic_.planted_logloss);
-    }
-    if (restarts_ > 0) {
-      std::cout << restarts_ << " pserver restart(s) during the job\n";
-    }
-    if (serve_restarts_ > 0) {
-      std::cout << serve_restarts_ << " serving restart(s) during the job\n";
-    }
-    if (trainer_restarts_ > 0) {
-      std::cout << trainer_restarts_ << " trainer restart(s) during the job\n";
-    }
-    std::cout << "logs and results: " << config_.output_dir() << "\n";
-  }
-
-  // data.stream: the per-pass table of <output_dir>/passes.tsv (progressive
-  // validation, the version each pass published) and where LATEST is.
-  void PrintPasses() {
-    std::ifstream in(config_.output_dir() + "/passes.tsv");
-    std::string line;
-    std::getline(in, line);  // header
-    std::cout << absl::StrFormat("%-16s %8s %8s %8s %6s  %-16s %8s\n", "pass",
-                                 "scored", "AUC", "logloss", "COPC", "version",
-                                 "fresh s");
-    int passes = 0;
-    while (std::getline(in, line)) {
-      const std::vector<std::string> f = absl::StrSplit(line, '\t');
-      if (f.size() < 10) continue;
-      std::cout << absl::StrFormat(
-          "%-16s %8s %8.8s %8.8s %6.6s  v-%06d %-7s %8s\n", f[1], f[2], f[3],
-          f[4], f[5], std::atoi(f[6].c_str()), f[7], f[8]);
-      ++passes;
-    }
-    const std::string root = VersionsRoot(config_);
-    std::ifstream latest(root + "/LATEST");
-    std::string name;
-    std::getline(latest, name);
-    std::cout << passes << " passes; model versions in " << root << ", LATEST "
-              << (name.empty() ? "none" : name) << "\n";
+    JobSummary summary;
+    summary.planted_rows = synthetic_rows_;
+    summary.planted_auc = synthetic_.planted_auc;
+    summary.planted_logloss = synthetic_.planted_logloss;
+    summary.pserver_restarts = restarts_;
+    summary.serve_restarts = serve_restarts_;
+    summary.trainer_restarts = trainer_restarts_;
+    PrintJobSummary(config_, summary, std::cout);
   }
 
   std::string LogDir() const { return config_.output_dir() + "/logs"; }
