@@ -450,6 +450,10 @@ int ServeMain(int argc, char** argv) {
   options.ready_file = flags->Get("ready_file");
   options.credentials = ServerCredentialsOrExit(*config);
   options.tick = absl::Milliseconds(200);
+  // Handler threads outlive their calls, and with them each thread's
+  // scoring scratch (serving/request_batch.cc); gRPC's default of 2 made
+  // every call beyond two concurrent ones start a thread (bench/RESULTS.md).
+  options.max_idle_threads = 64;
   options.ready = [&service] { return service.ready(); };
   options.on_started = [&service](const std::string&) {
     service.Start();

@@ -59,6 +59,10 @@ absl::Status ServeUntilSignal(grpc::Service* service,
                            &port);
   builder.SetMaxReceiveMessageSize(256 << 20);
   builder.SetMaxSendMessageSize(256 << 20);
+  if (options.max_idle_threads > 0) {
+    builder.SetSyncServerOption(grpc::ServerBuilder::MAX_POLLERS,
+                                options.max_idle_threads);
+  }
   builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

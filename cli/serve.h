@@ -40,6 +40,11 @@ struct ServeOptions {
   absl::Duration grace = absl::Seconds(5);
   // Server credentials (TLS, token check); null means plaintext.
   std::shared_ptr<grpc::ServerCredentials> credentials;
+  // gRPC's synchronous server: how many idle threads it keeps waiting for
+  // calls; 0 keeps gRPC's default (2). With more concurrent calls than that,
+  // every call that ends beyond it ends its thread and the next call starts
+  // one (and its thread_local scratch anew); `sampan serve` raises it.
+  int max_idle_threads = 0;
 };
 
 // Blocks SIGTERM and SIGINT in the calling thread and every thread it creates
