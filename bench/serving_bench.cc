@@ -1,0 +1,732 @@
+// `sampan serve` throughput and latency against its in-process limit
+// (issue 18), driven by bench/serving_bench.sh.
+//
+// 1. Writes an exported model directory (trainer/model_export.h: the sparse
+//    part through ExportSparsePart, dense.bin through SaveDenseModel, then
+//    FinishModelDir) of --model (FM or DEEPFM, dim --dim, MLP --hidden) on
+//    Criteo's 39 fields, with about --rows rows: the signs of a vocabulary of
+//    rows/26 tokens per categorical slot plus the integer fields' buckets,
+//    found by parsing vocabulary lines with the one Criteo parser. Rows are
+//    random; the key set is what matters.
+// 2. Draws a pool of --pool examples as raw Criteo lines whose every field
+//    takes a value of the vocabulary, Zipf(1) over its rank (--dist=zipf,
+//    rank = floor((V+1)^u) - 1) or uniform (--dist=uniform): a request
+//    touches rows all over the table, as production requests do. Requests
+//    of each --sizes are consecutive slices of the pool, in the forms of
+//    --forms: `examples` (pre-hashed signs and slots, parsed here) or `lines`.
+// 3. Starts `sampan serve` (--sampan) on the model as a separate process on
+//    a loopback port, as production runs it: the client's and the server's
+//    CPU are then both charged to the 2 cores, and the server's share is read
+//    from /proc. --serving is a text-format ServingConfig merged into the
+//    served job (the hook for the RocksDB-backed store: its memory budget).
+//    --server_wrap puts words before its command (a profiler: "perf record
+//    -e cpu-clock -g -o FILE --"); the server gets SIGTERM at the end.
+// 4. For each of --reps repetitions, each size and form, alternating:
+//      rpc    --clients closed-loop threads, each with its own channel and
+//             stub (its own TCP connection), for --seconds after --warmup:
+//             examples/s, requests/s, latency p50/p99/p999;
+//      limit  the same requests' Batches (RequestToBatch done beforehand)
+//             scored by ScoreBatch on the ScoringModel loaded here from the
+//             same directory, --clients threads, no RPC: examples/s;
+//      handler  ScoreRequest on the same PredictRequests in-process: the
+//             server's work without gRPC (conversion included);
+//      half   open loop at half the rpc run's requests/s: Poisson arrivals
+//             spread over 2 x --clients threads, latency counted from each
+//             call's scheduled start (no coordinated omission).
+//    Then the medians over the repetitions, and the ratio rpc / limit.
+//
+// Output: one table row per run, then per size and form a line
+//   RESULT model=.. rows=.. form=.. size=.. rpc_ex_s=.. rpc_req_s=..
+//   p50_ms=.. p99_ms=.. p999_ms=.. limit_ex_s=.. handler_ex_s=.. ratio=..
+//   server_cpu=.. client_cpu=.. (cores) rpc_ex_cpu_s=.. limit_ex_cpu_s=..
+//   cpu_ratio=.. (examples per CPU-second of each run's processes)
+//   half_req_s=.. half_p50_ms=.. half_p99_ms=.. half_p999_ms=..
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/config.h"
+#include "common/flags.h"
+#include "common/hash.h"
+#include "google/protobuf/text_format.h"
+#include "proto/serving.grpc.pb.h"
+#include "serving/request_batch.h"
+#include "trainer/local_job.h"
+#include "trainer/model/model_io.h"
+#include "trainer/model_export.h"
+#include "trainer/scoring.h"
+
+extern char** environ;
+
+namespace sampan {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kFields = kCriteoIntFields + kCriteoCatFields;
+
+struct BenchOptions {
+  std::string model = "DEEPFM";
+  int64_t rows = 1000000;
+  int dim = 16;
+  std::vector<int> hidden = {400, 400, 400};
+  std::string dir = "/tmp/sampan-serving-bench";
+  std::string sampan = "bazel-bin/cli/sampan";
+  std::string serving;  // text-format ServingConfig fields
+  // Words run before the server's command line ("perf record -g -o F --").
+  std::string server_wrap;
+  std::vector<int> sizes = {1, 100};
+  std::vector<std::string> forms = {"examples"};
+  bool zipf = true;
+  int pool = 50000;
+  int clients = 4;
+  double seconds = 5, warmup = 1;
+  int reps = 3;
+  bool half = true;
+};
+
+// ---------------------------------------------------------------- the model
+
+// Value `v` of field `f` (0-based, Criteo order) as the line's text.
+std::string FieldText(int f, uint64_t v) {
+  if (f < kCriteoIntFields) return absl::StrCat(v);
+  return absl::StrFormat("%08x", uint32_t(Fmix64((uint64_t(f) << 40) ^ v)));
+}
+
+// An unlabeled 39-field Criteo line with value values[f] in field f.
+std::string LineOf(const std::vector<uint64_t>& values) {
+  std::string line;
+  for (int f = 0; f < kFields; ++f) {
+    if (f > 0) line += '\t';
+    line += FieldText(f, values[f]);
+  }
+  return line;
+}
+
+ParseOptions LineParse() {
+  ParseOptions p;
+  p.format = DataFileFormat::kCriteoUnlabeled;
+  return p;
+}
+
+// Values per field: the vocabulary V of each categorical field (integer
+// fields take 0..V-1 too, which bucket into ~100 signs each).
+uint64_t VocabPerField(int64_t rows) {
+  return std::max<uint64_t>(1,
+                            (rows + kCriteoCatFields - 1) / kCriteoCatFields);
+}
+
+// Every sign of the vocabulary, sorted.
+std::vector<uint64_t> VocabularyKeys(uint64_t vocab) {
+  absl::flat_hash_set<uint64_t> keys;
+  keys.reserve(vocab * kCriteoCatFields + 4096);
+  std::vector<uint64_t> values(kFields), signs;
+  std::vector<uint16_t> slots;
+  std::vector<float> dense;
+  float label = 0;
+  for (uint64_t v = 0; v < vocab; ++v) {
+    std::fill(values.begin(), values.end(), v);
+    signs.clear();
+    slots.clear();
+    if (!ParseLine(LineOf(values), LineParse(), &label, &signs, &slots, &dense)
+             .ok()) {
+      std::fprintf(stderr, "vocabulary line %lu does not parse\n", v);
+      std::exit(1);
+    }
+    keys.insert(signs.begin(), signs.end());
+  }
+  std::vector<uint64_t> sorted(keys.begin(), keys.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
+JobConfig BenchJob(const BenchOptions& o) {
+  JobConfig config = DefaultJobConfig();
+  config.set_name("serving-bench");
+  config.set_output_dir(o.dir);
+  ModelType type;
+  if (!ModelType_Parse(o.model, &type)) {
+    std::fprintf(stderr, "--model=%s: expected FM or DEEPFM\n",
+                 o.model.c_str());
+    std::exit(2);
+  }
+  config.mutable_model()->set_type(type);
+  config.mutable_model()->set_embedding_dim(o.dim);
+  config.mutable_model()->clear_hidden();
+  for (int h : o.hidden) config.mutable_model()->add_hidden(h);
+  config.mutable_data()->set_format(CRITEO_TSV);
+  return config;
+}
+
+// Writes the exported model into `dir` unless a complete one of the same
+// job is there already. Returns its row count.
+size_t WriteModel(const BenchOptions& o, const std::string& dir) {
+  const JobConfig config = BenchJob(o);
+  JobConfig existing;
+  absl::StatusOr<ModelManifest> have = ReadModelManifest(dir, &existing);
+  if (have.ok() && existing.model().SerializeAsString() ==
+                       config.model().SerializeAsString()) {
+    absl::StatusOr<uint64_t> n = CountSparseRows(dir, *have);
+    if (n.ok()) {
+      std::printf("model %s: reusing %lu rows\n", dir.c_str(), *n);
+      return *n;
+    }
+  }
+  fs::remove_all(dir);
+  const absl::Time start = absl::Now();
+  std::vector<uint64_t> keys = VocabularyKeys(VocabPerField(o.rows));
+  const size_t n = keys.size();
+  absl::StatusOr<LocalTrainOptions> local = LocalOptionsFromJob(config);
+  if (!local.ok()) {
+    std::fprintf(stderr, "%s\n", local.status().ToString().c_str());
+    std::exit(2);
+  }
+  const CtrModel model(local->model);
+  const int row_dim = model.row_dim();
+  // Small random rows, a function of the key alone.
+  RowReader read = [row_dim](absl::Span<const uint64_t> chunk, float* out) {
+    for (uint64_t key : chunk) {
+      uint64_t h = key;
+      for (int i = 0; i < row_dim; ++i) {
+        h = Mix64(h + i);
+        *out++ = (float(h >> 40) / float(1 << 24) - 0.5f) * 0.1f;
+      }
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s = ExportSparsePart(dir, 0, std::move(keys), row_dim, read);
+  DenseModelState dense;
+  dense.weights.resize(model.dense_size());
+  if (!dense.weights.empty()) model.InitDense(dense.weights.data());
+  if (s.ok()) s = SaveDenseModel(DenseModelPath(dir), model, dense);
+  if (s.ok()) s = FinishModelDir(dir, config, ModelManifest{});
+  if (!s.ok()) {
+    std::fprintf(stderr, "writing %s: %s\n", dir.c_str(), s.ToString().c_str());
+    std::exit(1);
+  }
+  std::printf("model %s: %zu rows, %zu dense weights, written in %.1f s\n",
+              dir.c_str(), n, model.dense_size(),
+              absl::ToDoubleSeconds(absl::Now() - start));
+  return n;
+}
+
+// ------------------------------------------------------------- the requests
+
+// A pool of example lines; request k of size n is lines [k*n, (k+1)*n).
+std::vector<std::string> ExamplePool(const BenchOptions& o) {
+  const uint64_t vocab = VocabPerField(o.rows);
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto draw = [&]() -> uint64_t {
+    if (!o.zipf) return uint64_t(u(rng) * vocab) % vocab;
+    // Zipf(1) over ranks 0..V-1: rank r with probability ~ 1 / (r + 1).
+    return std::min<uint64_t>(
+        vocab - 1, uint64_t(std::pow(double(vocab) + 1, u(rng))) - 1);
+  };
+  std::vector<std::string> pool;
+  std::vector<uint64_t> values(kFields);
+  for (int i = 0; i < o.pool; ++i) {
+    for (uint64_t& v : values) v = draw();
+    pool.push_back(LineOf(values));
+  }
+  return pool;
+}
+
+std::vector<serving::PredictRequest> Requests(
+    const std::vector<std::string>& pool, int size, const std::string& form) {
+  std::vector<serving::PredictRequest> out(
+      std::max<size_t>(1, pool.size() / size));
+  std::vector<uint64_t> signs;
+  std::vector<uint16_t> slots;
+  std::vector<float> dense;
+  float label = 0;
+  for (size_t k = 0; k < out.size(); ++k) {
+    for (int i = 0; i < size; ++i) {
+      const std::string& line = pool[(k * size + i) % pool.size()];
+      if (form == "lines") {
+        out[k].add_lines(line);
+        continue;
+      }
+      signs.clear();
+      slots.clear();
+      dense.clear();
+      (void)ParseLine(line, LineParse(), &label, &signs, &slots, &dense);
+      serving::Example* e = out[k].add_examples();
+      e->mutable_signs()->Add(signs.begin(), signs.end());
+      e->mutable_slots()->Add(slots.begin(), slots.end());
+      e->mutable_dense()->Add(dense.begin(), dense.end());
+    }
+  }
+  return out;
+}
+
+// ----------------------------------------------------------------- the runs
+
+struct RunResult {
+  double examples_per_s = 0, requests_per_s = 0;
+  double p50 = 0, p99 = 0, p999 = 0;      // ms
+  double server_cpu = 0, client_cpu = 0;  // cores busy over the run
+  uint64_t errors = 0;
+};
+
+double Percentile(std::vector<double>* v, double q) {
+  if (v->empty()) return 0;
+  const size_t i = std::min(v->size() - 1, size_t(q * v->size()));
+  std::nth_element(v->begin(), v->begin() + i, v->end());
+  return (*v)[i];
+}
+
+double SelfCpu() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// CPU seconds of process `pid` (utime + stime from /proc); 0 without one.
+double ProcessCpu(pid_t pid) {
+  if (pid <= 0) return 0;
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(paren + 2), ' ');
+  double ut = 0, st = 0;  // fields 14 and 15 of stat, 12 and 13 after ')'
+  if (f.size() < 13 || !absl::SimpleAtod(f[11], &ut) ||
+      !absl::SimpleAtod(f[12], &st)) {
+    return 0;
+  }
+  return (ut + st) / sysconf(_SC_CLK_TCK);
+}
+
+// Runs `threads` copies of `call(thread, &latencies_ms, &examples)` until
+// the window ends; samples CPU over the measured window. Each call returns
+// whether it was in the window (counted) and its latency.
+template <typename Body>
+RunResult RunThreads(const BenchOptions& o, int threads, pid_t server,
+                     Body body) {
+  const absl::Time start = absl::Now() + absl::Milliseconds(50);
+  const absl::Time from = start + absl::Seconds(o.warmup);
+  const absl::Time to = from + absl::Seconds(o.seconds);
+  std::vector<std::vector<double>> lat(threads);
+  std::vector<uint64_t> examples(threads, 0), errors(threads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      absl::SleepFor(start - absl::Now());
+      body(t, from, to, &lat[t], &examples[t], &errors[t]);
+    });
+  }
+  absl::SleepFor(from - absl::Now());
+  const double cpu0 = SelfCpu(), srv0 = ProcessCpu(server);
+  absl::SleepFor(to - absl::Now());
+  const double cpu1 = SelfCpu(), srv1 = ProcessCpu(server);
+  for (std::thread& t : pool) t.join();
+  RunResult r;
+  std::vector<double> all;
+  for (int t = 0; t < threads; ++t) {
+    all.insert(all.end(), lat[t].begin(), lat[t].end());
+    r.examples_per_s += examples[t];
+    r.errors += errors[t];
+  }
+  r.requests_per_s = all.size() / o.seconds;
+  r.examples_per_s /= o.seconds;
+  r.p50 = Percentile(&all, 0.5);
+  r.p99 = Percentile(&all, 0.99);
+  r.p999 = Percentile(&all, 0.999);
+  r.client_cpu = (cpu1 - cpu0) / o.seconds;
+  r.server_cpu = (srv1 - srv0) / o.seconds;
+  return r;
+}
+
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+std::unique_ptr<serving::Predictor::Stub> NewStub(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connection
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return serving::Predictor::NewStub(grpc::CreateCustomChannel(
+      target, grpc::InsecureChannelCredentials(), args));
+}
+
+bool Call(serving::Predictor::Stub* stub, const serving::PredictRequest& req,
+          serving::PredictResponse* resp, std::string* error) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  grpc::Status s = stub->Predict(&ctx, req, resp);
+  if (!s.ok()) *error = absl::StrCat(s.error_code(), ": ", s.error_message());
+  return s.ok();
+}
+
+// Closed loop (rate 0) or Poisson arrivals at `rate` requests/s in all.
+RunResult RunRpc(const BenchOptions& o, const std::string& target, pid_t server,
+                 const std::vector<serving::PredictRequest>& requests,
+                 double rate) {
+  const int threads = rate > 0 ? 2 * o.clients : o.clients;
+  std::vector<std::unique_ptr<serving::Predictor::Stub>> stubs;
+  for (int t = 0; t < threads; ++t) stubs.push_back(NewStub(target));
+  std::atomic<bool> reported{false};
+  return RunThreads(
+      o, threads, server,
+      [&](int t, absl::Time from, absl::Time to, std::vector<double>* lat,
+          uint64_t* examples, uint64_t* errors) {
+        std::mt19937_64 rng(t + 1);
+        std::exponential_distribution<double> gap(rate > 0 ? rate / threads
+                                                           : 1);
+        serving::PredictResponse resp;
+        std::string error;
+        absl::Time next = absl::Now();
+        for (size_t k = rng() % requests.size();;
+             k = (k + 1) % requests.size()) {
+          if (rate > 0) {
+            next += absl::Seconds(gap(rng));
+            if (next >= to) break;
+            absl::SleepFor(next - absl::Now());
+          } else {
+            next = absl::Now();
+            if (next >= to) break;
+          }
+          const bool ok = Call(stubs[t].get(), requests[k], &resp, &error);
+          const absl::Time done = absl::Now();
+          if (!ok && !reported.exchange(true)) {
+            std::fprintf(stderr, "Predict failed: %s\n", error.c_str());
+          }
+          if (next < from || done > to) continue;
+          if (!ok) {
+            ++*errors;
+            continue;
+          }
+          lat->push_back(Ms(done - next));
+          *examples += resp.probabilities_size();
+        }
+      });
+}
+
+// In-process: `score(thread, k)` scores request k, returns its examples.
+template <typename Score>
+RunResult RunLocal(const BenchOptions& o, size_t n, Score score) {
+  return RunThreads(
+      o, o.clients, 0,
+      [&](int t, absl::Time from, absl::Time to, std::vector<double>* lat,
+          uint64_t* examples, uint64_t*) {
+        std::mt19937_64 rng(t + 1);
+        for (size_t k = rng() % n;; k = (k + 1) % n) {
+          const absl::Time begin = absl::Now();
+          if (begin >= to) break;
+          const size_t e = score(t, k);
+          const absl::Time done = absl::Now();
+          if (begin < from || done > to) continue;
+          lat->push_back(Ms(done - begin));
+          *examples += e;
+        }
+      });
+}
+
+// ------------------------------------------------------------------ server
+
+pid_t StartServer(const BenchOptions& o, const std::string& model_dir,
+                  std::string* target) {
+  JobConfig config = BenchJob(o);
+  config.mutable_serving()->set_model(model_dir);
+  if (!google::protobuf::TextFormat::MergeFromString(
+          o.serving, config.mutable_serving())) {
+    std::fprintf(stderr, "--serving=%s: not a ServingConfig\n",
+                 o.serving.c_str());
+    std::exit(2);
+  }
+  const std::string job = o.dir + "/serve.pbtxt", port = o.dir + "/serve.port";
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(config, &text);
+  std::ofstream(job) << text;
+  fs::remove(port);
+  const std::string log = o.dir + "/serve.log";
+  std::vector<std::string> args =
+      absl::StrSplit(o.server_wrap, ' ', absl::SkipEmpty());
+  for (const std::string& a :
+       {o.sampan, std::string("serve"), job, "--port_file=" + port}) {
+    args.push_back(a);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) !=
+      0) {
+    std::fprintf(stderr, "cannot start %s\n", argv[0]);
+    std::exit(1);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  // Up to 10 minutes: a large model loads before it answers.
+  const absl::Time deadline = absl::Now() + absl::Minutes(10);
+  while (!fs::exists(port) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  int p = 0;
+  std::ifstream(port) >> p;
+  *target = absl::StrCat("127.0.0.1:", p);
+  auto stub = NewStub(*target);
+  serving::PredictRequest probe;
+  probe.add_lines(LineOf(std::vector<uint64_t>(kFields, 0)));
+  serving::PredictResponse resp;
+  std::string error;
+  const absl::Time begin = absl::Now();
+  while (!Call(stub.get(), probe, &resp, &error)) {
+    if (absl::Now() > deadline || waitpid(pid, nullptr, WNOHANG) == pid) {
+      std::fprintf(stderr, "server not answering (%s); see %s\n", error.c_str(),
+                   log.c_str());
+      kill(pid, SIGKILL);
+      std::exit(1);
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  std::printf("sampan serve pid %d on %s, model loaded in %.1f s\n", pid,
+              target->c_str(), absl::ToDoubleSeconds(absl::Now() - begin));
+  return pid;
+}
+
+// ------------------------------------------------------------------- report
+
+double Median(std::vector<double> v) { return Percentile(&v, 0.5); }
+
+// The host's 1-minute load average: other work on the shared cores.
+std::string LoadAverage() {
+  std::string load;
+  std::ifstream("/proc/loadavg") >> load;
+  return load;
+}
+
+void PrintRow(const char* what, int rep, const RunResult& r) {
+  std::printf(
+      "  %-8s rep %d  %10.0f ex/s %9.0f req/s  p50 %7.3f  p99 %7.3f  p999 "
+      "%7.3f ms  cpu client %.2f server %.2f  load %s%s\n",
+      what, rep, r.examples_per_s, r.requests_per_s, r.p50, r.p99, r.p999,
+      r.client_cpu, r.server_cpu, LoadAverage().c_str(),
+      r.errors ? absl::StrCat("  ERRORS ", r.errors).c_str() : "");
+}
+
+struct Case {
+  int size;
+  std::string form;
+  std::vector<serving::PredictRequest> requests;
+  std::vector<Batch> batches;
+  std::vector<RunResult> rpc, limit, handler, half;
+};
+
+// Examples per CPU-second of the run's processes (server and client for
+// rpc): what each run would do with the cores to itself. On shared cores
+// the wall rates measure the scheduler too: 4 client threads plus the
+// server's get a larger share of a loaded host than the limit's 4.
+double PerCpu(const RunResult& r) {
+  const double cpu = r.client_cpu + r.server_cpu;
+  return cpu > 0 ? r.examples_per_s / cpu : 0;
+}
+
+void Report(const BenchOptions& o, size_t rows, const Case& c) {
+  auto med = [](const std::vector<RunResult>& v, double RunResult::*f) {
+    std::vector<double> x;
+    for (const RunResult& r : v) x.push_back(r.*f);
+    return Median(x);
+  };
+  std::vector<double> ratios, cpu_ratios, rpc_cpu, limit_cpu;
+  for (size_t i = 0; i < c.rpc.size(); ++i) {
+    ratios.push_back(c.rpc[i].examples_per_s / c.limit[i].examples_per_s);
+    rpc_cpu.push_back(PerCpu(c.rpc[i]));
+    limit_cpu.push_back(PerCpu(c.limit[i]));
+    cpu_ratios.push_back(rpc_cpu.back() / limit_cpu.back());
+  }
+  std::printf(
+      "RESULT model=%s rows=%zu form=%s size=%d clients=%d rpc_ex_s=%.0f "
+      "rpc_req_s=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f limit_ex_s=%.0f "
+      "handler_ex_s=%.0f ratio=%.3f server_cpu=%.2f client_cpu=%.2f "
+      "rpc_ex_cpu_s=%.0f limit_ex_cpu_s=%.0f cpu_ratio=%.3f",
+      o.model.c_str(), rows, c.form.c_str(), c.size, o.clients,
+      med(c.rpc, &RunResult::examples_per_s),
+      med(c.rpc, &RunResult::requests_per_s), med(c.rpc, &RunResult::p50),
+      med(c.rpc, &RunResult::p99), med(c.rpc, &RunResult::p999),
+      med(c.limit, &RunResult::examples_per_s),
+      med(c.handler, &RunResult::examples_per_s), Median(ratios),
+      med(c.rpc, &RunResult::server_cpu), med(c.rpc, &RunResult::client_cpu),
+      Median(rpc_cpu), Median(limit_cpu), Median(cpu_ratios));
+  if (!c.half.empty()) {
+    std::printf(
+        " half_req_s=%.0f half_p50_ms=%.3f half_p99_ms=%.3f "
+        "half_p999_ms=%.3f",
+        med(c.half, &RunResult::requests_per_s), med(c.half, &RunResult::p50),
+        med(c.half, &RunResult::p99), med(c.half, &RunResult::p999));
+  }
+  std::printf("\n");
+}
+
+// ---------------------------------------------------------------------- main
+
+std::vector<int> IntList(const std::string& s) {
+  std::vector<int> out;
+  for (absl::string_view x : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+    int v = 0;
+    if (!absl::SimpleAtoi(x, &v) || v <= 0) {
+      std::fprintf(stderr, "expected positive integers, got %s\n", s.c_str());
+      std::exit(2);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+BenchOptions ParseBenchFlags(int argc, char** argv) {
+  absl::StatusOr<Flags> f =
+      Flags::Parse(argc, argv, 1,
+                   {"model", "rows", "dim", "hidden", "dir", "sampan",
+                    "serving", "sizes", "forms", "dist", "pool", "clients",
+                    "seconds", "warmup", "reps", "half", "server_wrap"});
+  if (!f.ok()) {
+    std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
+    std::exit(2);
+  }
+  BenchOptions o;
+  auto num = [&](const char* name, double def) {
+    double v = def;
+    if (f->Has(name) && !absl::SimpleAtod(f->Get(name), &v)) {
+      std::fprintf(stderr, "--%s: expected a number\n", name);
+      std::exit(2);
+    }
+    return v;
+  };
+  o.model = f->Get("model", o.model);
+  o.rows = int64_t(num("rows", o.rows));
+  o.dim = int(num("dim", o.dim));
+  if (f->Has("hidden")) o.hidden = IntList(f->Get("hidden"));
+  o.dir = f->Get("dir", o.dir);
+  o.sampan = f->Get("sampan", o.sampan);
+  o.serving = f->Get("serving");
+  o.server_wrap = f->Get("server_wrap");
+  if (f->Has("sizes")) o.sizes = IntList(f->Get("sizes"));
+  if (f->Has("forms")) o.forms = absl::StrSplit(f->Get("forms"), ',');
+  for (const std::string& form : o.forms) {
+    if (form != "examples" && form != "lines") {
+      std::fprintf(stderr, "--forms: examples or lines, got %s\n",
+                   form.c_str());
+      std::exit(2);
+    }
+  }
+  o.zipf = f->Get("dist", "zipf") != "uniform";
+  o.pool = int(num("pool", o.pool));
+  o.clients = int(num("clients", o.clients));
+  o.seconds = num("seconds", o.seconds);
+  o.warmup = num("warmup", o.warmup);
+  o.reps = int(num("reps", o.reps));
+  o.half = f->Get("half", "1") != "0";
+  return o;
+}
+
+int Main(int argc, char** argv) {
+  const BenchOptions o = ParseBenchFlags(argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress as it happens
+  fs::create_directories(o.dir);
+  const std::string model_dir =
+      absl::StrCat(o.dir, "/model-", o.model, "-", o.rows);
+  const size_t rows = WriteModel(o, model_dir);
+  std::string target;
+  const pid_t server = StartServer(o, model_dir, &target);
+
+  absl::StatusOr<std::unique_ptr<ScoringModel>> model =
+      LoadScoringModel(model_dir);
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
+    kill(server, SIGKILL);
+    return 1;
+  }
+  RequestShape shape;
+  shape.parse = (*model)->parse;
+  shape.fields = (*model)->model->fields();
+  shape.dense_dim = DenseDimOf(shape.parse);
+  const std::vector<std::string> pool = ExamplePool(o);
+  std::vector<Case> cases;
+  for (int size : o.sizes) {
+    for (const std::string& form : o.forms) {
+      Case c{size, form, Requests(pool, size, form)};
+      c.batches.resize(c.requests.size());
+      for (size_t k = 0; k < c.requests.size(); ++k) {
+        absl::Status s = RequestToBatch(c.requests[k], shape, &c.batches[k]);
+        if (!s.ok()) {
+          std::fprintf(stderr, "request %zu: %s\n", k, s.ToString().c_str());
+          return 1;
+        }
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+  std::printf(
+      "%s dim %d hidden %s, %zu rows, %s keys, %d clients, %.0f s runs "
+      "after %.0f s warmup, %d reps\n",
+      o.model.c_str(), o.dim, absl::StrJoin(o.hidden, "x").c_str(), rows,
+      o.zipf ? "Zipf(1)" : "uniform", o.clients, o.seconds, o.warmup, o.reps);
+  for (int rep = 1; rep <= o.reps; ++rep) {
+    for (Case& c : cases) {
+      std::printf("%s size %d form %s\n", o.model.c_str(), c.size,
+                  c.form.c_str());
+      c.rpc.push_back(RunRpc(o, target, server, c.requests, 0));
+      PrintRow("rpc", rep, c.rpc.back());
+      // Each thread scores its own copy of the batches (ScoreBatch may
+      // rewrite signs in place).
+      std::vector<std::vector<Batch>> copies(o.clients, c.batches);
+      std::vector<ScoringWorkspace> ws(o.clients);
+      std::vector<std::vector<float>> probs(o.clients,
+                                            std::vector<float>(c.size));
+      c.limit.push_back(RunLocal(o, c.batches.size(), [&](int t, size_t k) {
+        ScoreBatch(**model, &copies[t][k], probs[t].data(), &ws[t]);
+        return size_t(c.size);
+      }));
+      PrintRow("limit", rep, c.limit.back());
+      RequestLimits limits;
+      c.handler.push_back(RunLocal(o, c.requests.size(), [&](int, size_t k) {
+        serving::PredictResponse resp;
+        (void)ScoreRequest(c.requests[k], **model, limits, &resp);
+        return size_t(resp.probabilities_size());
+      }));
+      PrintRow("handler", rep, c.handler.back());
+      if (o.half) {
+        c.half.push_back(RunRpc(o, target, server, c.requests,
+                                c.rpc.back().requests_per_s / 2));
+        PrintRow("half", rep, c.half.back());
+      }
+    }
+  }
+  for (const Case& c : cases) Report(o, rows, c);
+  kill(server, SIGTERM);
+  int status = 0;
+  waitpid(server, &status, 0);
+  return 0;
+}
+
+}  // namespace
+}  // namespace sampan
+
+int main(int argc, char** argv) { return sampan::Main(argc, argv); }
