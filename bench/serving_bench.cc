@@ -1,27 +1,17 @@
 // `sampan serve` throughput and latency against its in-process limit
 // (issue 18), driven by bench/serving_bench.sh.
 //
-// 1. Writes an exported model directory (trainer/model_export.h: the sparse
-//    part through ExportSparsePart, dense.bin through SaveDenseModel, then
-//    FinishModelDir) of --model (FM or DEEPFM, dim --dim, MLP --hidden) on
-//    Criteo's 39 fields, with about --rows rows: the signs of a vocabulary of
-//    rows/26 tokens per categorical slot plus the integer fields' buckets,
-//    found by parsing vocabulary lines with the one Criteo parser. Rows are
-//    random; the key set is what matters.
-// 2. Draws a pool of --pool examples as raw Criteo lines whose every field
-//    takes a value of the vocabulary, Zipf(1) over its rank (--dist=zipf,
-//    rank = floor((V+1)^u) - 1) or uniform (--dist=uniform): a request
-//    touches rows all over the table, as production requests do. Requests
-//    of each --sizes are consecutive slices of the pool, in the forms of
-//    --forms: `examples` (pre-hashed signs and slots, parsed here) or `lines`.
-// 3. Starts `sampan serve` (--sampan) on the model as a separate process on
+// 1. Writes the model directory and draws the requests of
+//    bench/serving_bench_model.h (--model, --rows, --dim, --hidden, --dist,
+//    --pool; --sizes examples a request, --forms `examples` or `lines`).
+// 2. Starts `sampan serve` (--sampan) on the model as a separate process on
 //    a loopback port, as production runs it: the client's and the server's
 //    CPU are then both charged to the 2 cores, and the server's share is read
 //    from /proc. --serving is a text-format ServingConfig merged into the
 //    served job (the hook for the RocksDB-backed store: its memory budget).
 //    --server_wrap puts words before its command (a profiler: "perf record
 //    -e cpu-clock -g -o FILE --"); the server gets SIGTERM at the end.
-// 4. For each of --reps repetitions, each size and form, alternating:
+// 3. For each of --reps repetitions, each size and form, alternating:
 //      rpc    --clients closed-loop threads, each with its own channel and
 //             stub (its own TCP connection), for --seconds after --warmup:
 //             examples/s, requests/s, latency p50/p99/p999;
@@ -51,7 +41,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -61,22 +50,16 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/config.h"
+#include "bench/serving_bench_model.h"
 #include "common/flags.h"
-#include "common/hash.h"
 #include "google/protobuf/text_format.h"
 #include "proto/serving.grpc.pb.h"
 #include "serving/request_batch.h"
-#include "trainer/local_job.h"
-#include "trainer/model/model_io.h"
-#include "trainer/model_export.h"
 #include "trainer/scoring.h"
 
 extern char** environ;
@@ -86,13 +69,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kFields = kCriteoIntFields + kCriteoCatFields;
-
 struct BenchOptions {
-  std::string model = "DEEPFM";
-  int64_t rows = 1000000;
-  int dim = 16;
-  std::vector<int> hidden = {400, 400, 400};
+  BenchModelOptions m;  // the model and the examples
   std::string dir = "/tmp/sampan-serving-bench";
   std::string sampan = "bazel-bin/cli/sampan";
   std::string serving;  // text-format ServingConfig fields
@@ -100,188 +78,11 @@ struct BenchOptions {
   std::string server_wrap;
   std::vector<int> sizes = {1, 100};
   std::vector<std::string> forms = {"examples"};
-  bool zipf = true;
-  int pool = 50000;
   int clients = 4;
   double seconds = 5, warmup = 1;
   int reps = 3;
   bool half = true;
 };
-
-// ---------------------------------------------------------------- the model
-
-// Value `v` of field `f` (0-based, Criteo order) as the line's text.
-std::string FieldText(int f, uint64_t v) {
-  if (f < kCriteoIntFields) return absl::StrCat(v);
-  return absl::StrFormat("%08x", uint32_t(Fmix64((uint64_t(f) << 40) ^ v)));
-}
-
-// An unlabeled 39-field Criteo line with value values[f] in field f.
-std::string LineOf(const std::vector<uint64_t>& values) {
-  std::string line;
-  for (int f = 0; f < kFields; ++f) {
-    if (f > 0) line += '\t';
-    line += FieldText(f, values[f]);
-  }
-  return line;
-}
-
-ParseOptions LineParse() {
-  ParseOptions p;
-  p.format = DataFileFormat::kCriteoUnlabeled;
-  return p;
-}
-
-// Values per field: the vocabulary V of each categorical field (integer
-// fields take 0..V-1 too, which bucket into ~100 signs each).
-uint64_t VocabPerField(int64_t rows) {
-  return std::max<uint64_t>(1,
-                            (rows + kCriteoCatFields - 1) / kCriteoCatFields);
-}
-
-// Every sign of the vocabulary, sorted.
-std::vector<uint64_t> VocabularyKeys(uint64_t vocab) {
-  absl::flat_hash_set<uint64_t> keys;
-  keys.reserve(vocab * kCriteoCatFields + 4096);
-  std::vector<uint64_t> values(kFields), signs;
-  std::vector<uint16_t> slots;
-  std::vector<float> dense;
-  float label = 0;
-  for (uint64_t v = 0; v < vocab; ++v) {
-    std::fill(values.begin(), values.end(), v);
-    signs.clear();
-    slots.clear();
-    if (!ParseLine(LineOf(values), LineParse(), &label, &signs, &slots, &dense)
-             .ok()) {
-      std::fprintf(stderr, "vocabulary line %lu does not parse\n", v);
-      std::exit(1);
-    }
-    keys.insert(signs.begin(), signs.end());
-  }
-  std::vector<uint64_t> sorted(keys.begin(), keys.end());
-  std::sort(sorted.begin(), sorted.end());
-  return sorted;
-}
-
-JobConfig BenchJob(const BenchOptions& o) {
-  JobConfig config = DefaultJobConfig();
-  config.set_name("serving-bench");
-  config.set_output_dir(o.dir);
-  ModelType type;
-  if (!ModelType_Parse(o.model, &type)) {
-    std::fprintf(stderr, "--model=%s: expected FM or DEEPFM\n",
-                 o.model.c_str());
-    std::exit(2);
-  }
-  config.mutable_model()->set_type(type);
-  config.mutable_model()->set_embedding_dim(o.dim);
-  config.mutable_model()->clear_hidden();
-  for (int h : o.hidden) config.mutable_model()->add_hidden(h);
-  config.mutable_data()->set_format(CRITEO_TSV);
-  return config;
-}
-
-// Writes the exported model into `dir` unless a complete one of the same
-// job is there already. Returns its row count.
-size_t WriteModel(const BenchOptions& o, const std::string& dir) {
-  const JobConfig config = BenchJob(o);
-  JobConfig existing;
-  absl::StatusOr<ModelManifest> have = ReadModelManifest(dir, &existing);
-  if (have.ok() && existing.model().SerializeAsString() ==
-                       config.model().SerializeAsString()) {
-    absl::StatusOr<uint64_t> n = CountSparseRows(dir, *have);
-    if (n.ok()) {
-      std::printf("model %s: reusing %lu rows\n", dir.c_str(), *n);
-      return *n;
-    }
-  }
-  fs::remove_all(dir);
-  const absl::Time start = absl::Now();
-  std::vector<uint64_t> keys = VocabularyKeys(VocabPerField(o.rows));
-  const size_t n = keys.size();
-  absl::StatusOr<LocalTrainOptions> local = LocalOptionsFromJob(config);
-  if (!local.ok()) {
-    std::fprintf(stderr, "%s\n", local.status().ToString().c_str());
-    std::exit(2);
-  }
-  const CtrModel model(local->model);
-  const int row_dim = model.row_dim();
-  // Small random rows, a function of the key alone.
-  RowReader read = [row_dim](absl::Span<const uint64_t> chunk, float* out) {
-    for (uint64_t key : chunk) {
-      uint64_t h = key;
-      for (int i = 0; i < row_dim; ++i) {
-        h = Mix64(h + i);
-        *out++ = (float(h >> 40) / float(1 << 24) - 0.5f) * 0.1f;
-      }
-    }
-    return absl::OkStatus();
-  };
-  absl::Status s = ExportSparsePart(dir, 0, std::move(keys), row_dim, read);
-  DenseModelState dense;
-  dense.weights.resize(model.dense_size());
-  if (!dense.weights.empty()) model.InitDense(dense.weights.data());
-  if (s.ok()) s = SaveDenseModel(DenseModelPath(dir), model, dense);
-  if (s.ok()) s = FinishModelDir(dir, config, ModelManifest{});
-  if (!s.ok()) {
-    std::fprintf(stderr, "writing %s: %s\n", dir.c_str(), s.ToString().c_str());
-    std::exit(1);
-  }
-  std::printf("model %s: %zu rows, %zu dense weights, written in %.1f s\n",
-              dir.c_str(), n, model.dense_size(),
-              absl::ToDoubleSeconds(absl::Now() - start));
-  return n;
-}
-
-// ------------------------------------------------------------- the requests
-
-// A pool of example lines; request k of size n is lines [k*n, (k+1)*n).
-std::vector<std::string> ExamplePool(const BenchOptions& o) {
-  const uint64_t vocab = VocabPerField(o.rows);
-  std::mt19937_64 rng(17);
-  std::uniform_real_distribution<double> u(0, 1);
-  auto draw = [&]() -> uint64_t {
-    if (!o.zipf) return uint64_t(u(rng) * vocab) % vocab;
-    // Zipf(1) over ranks 0..V-1: rank r with probability ~ 1 / (r + 1).
-    return std::min<uint64_t>(
-        vocab - 1, uint64_t(std::pow(double(vocab) + 1, u(rng))) - 1);
-  };
-  std::vector<std::string> pool;
-  std::vector<uint64_t> values(kFields);
-  for (int i = 0; i < o.pool; ++i) {
-    for (uint64_t& v : values) v = draw();
-    pool.push_back(LineOf(values));
-  }
-  return pool;
-}
-
-std::vector<serving::PredictRequest> Requests(
-    const std::vector<std::string>& pool, int size, const std::string& form) {
-  std::vector<serving::PredictRequest> out(
-      std::max<size_t>(1, pool.size() / size));
-  std::vector<uint64_t> signs;
-  std::vector<uint16_t> slots;
-  std::vector<float> dense;
-  float label = 0;
-  for (size_t k = 0; k < out.size(); ++k) {
-    for (int i = 0; i < size; ++i) {
-      const std::string& line = pool[(k * size + i) % pool.size()];
-      if (form == "lines") {
-        out[k].add_lines(line);
-        continue;
-      }
-      signs.clear();
-      slots.clear();
-      dense.clear();
-      (void)ParseLine(line, LineParse(), &label, &signs, &slots, &dense);
-      serving::Example* e = out[k].add_examples();
-      e->mutable_signs()->Add(signs.begin(), signs.end());
-      e->mutable_slots()->Add(slots.begin(), slots.end());
-      e->mutable_dense()->Add(dense.begin(), dense.end());
-    }
-  }
-  return out;
-}
 
 // ----------------------------------------------------------------- the runs
 
@@ -449,7 +250,7 @@ RunResult RunLocal(const BenchOptions& o, size_t n, Score score) {
 
 pid_t StartServer(const BenchOptions& o, const std::string& model_dir,
                   std::string* target) {
-  JobConfig config = BenchJob(o);
+  JobConfig config = BenchJob(o.m);
   config.mutable_serving()->set_model(model_dir);
   if (!google::protobuf::TextFormat::MergeFromString(
           o.serving, config.mutable_serving())) {
@@ -494,7 +295,7 @@ pid_t StartServer(const BenchOptions& o, const std::string& model_dir,
   *target = absl::StrCat("127.0.0.1:", p);
   auto stub = NewStub(*target);
   serving::PredictRequest probe;
-  probe.add_lines(LineOf(std::vector<uint64_t>(kFields, 0)));
+  probe.add_lines(LineOf(std::vector<uint64_t>(kBenchFields, 0)));
   serving::PredictResponse resp;
   std::string error;
   const absl::Time begin = absl::Now();
@@ -567,7 +368,7 @@ void Report(const BenchOptions& o, size_t rows, const Case& c) {
       "rpc_req_s=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f limit_ex_s=%.0f "
       "handler_ex_s=%.0f ratio=%.3f server_cpu=%.2f client_cpu=%.2f "
       "rpc_ex_cpu_s=%.0f limit_ex_cpu_s=%.0f cpu_ratio=%.3f",
-      o.model.c_str(), rows, c.form.c_str(), c.size, o.clients,
+      o.m.model.c_str(), rows, c.form.c_str(), c.size, o.clients,
       med(c.rpc, &RunResult::examples_per_s),
       med(c.rpc, &RunResult::requests_per_s), med(c.rpc, &RunResult::p50),
       med(c.rpc, &RunResult::p99), med(c.rpc, &RunResult::p999),
@@ -619,10 +420,10 @@ BenchOptions ParseBenchFlags(int argc, char** argv) {
     }
     return v;
   };
-  o.model = f->Get("model", o.model);
-  o.rows = int64_t(num("rows", o.rows));
-  o.dim = int(num("dim", o.dim));
-  if (f->Has("hidden")) o.hidden = IntList(f->Get("hidden"));
+  o.m.model = f->Get("model", o.m.model);
+  o.m.rows = int64_t(num("rows", o.m.rows));
+  o.m.dim = int(num("dim", o.m.dim));
+  if (f->Has("hidden")) o.m.hidden = IntList(f->Get("hidden"));
   o.dir = f->Get("dir", o.dir);
   o.sampan = f->Get("sampan", o.sampan);
   o.serving = f->Get("serving");
@@ -636,8 +437,8 @@ BenchOptions ParseBenchFlags(int argc, char** argv) {
       std::exit(2);
     }
   }
-  o.zipf = f->Get("dist", "zipf") != "uniform";
-  o.pool = int(num("pool", o.pool));
+  o.m.zipf = f->Get("dist", "zipf") != "uniform";
+  o.m.pool = int(num("pool", o.m.pool));
   o.clients = int(num("clients", o.clients));
   o.seconds = num("seconds", o.seconds);
   o.warmup = num("warmup", o.warmup);
@@ -651,8 +452,8 @@ int Main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress as it happens
   fs::create_directories(o.dir);
   const std::string model_dir =
-      absl::StrCat(o.dir, "/model-", o.model, "-", o.rows);
-  const size_t rows = WriteModel(o, model_dir);
+      absl::StrCat(o.dir, "/model-", o.m.model, "-", o.m.rows);
+  const size_t rows = WriteBenchModel(o.m, model_dir);
   std::string target;
   const pid_t server = StartServer(o, model_dir, &target);
 
@@ -667,7 +468,7 @@ int Main(int argc, char** argv) {
   shape.parse = (*model)->parse;
   shape.fields = (*model)->model->fields();
   shape.dense_dim = DenseDimOf(shape.parse);
-  const std::vector<std::string> pool = ExamplePool(o);
+  const std::vector<std::string> pool = ExamplePool(o.m);
   std::vector<Case> cases;
   for (int size : o.sizes) {
     for (const std::string& form : o.forms) {
@@ -686,11 +487,11 @@ int Main(int argc, char** argv) {
   std::printf(
       "%s dim %d hidden %s, %zu rows, %s keys, %d clients, %.0f s runs "
       "after %.0f s warmup, %d reps\n",
-      o.model.c_str(), o.dim, absl::StrJoin(o.hidden, "x").c_str(), rows,
-      o.zipf ? "Zipf(1)" : "uniform", o.clients, o.seconds, o.warmup, o.reps);
+      o.m.model.c_str(), o.m.dim, absl::StrJoin(o.m.hidden, "x").c_str(), rows,
+      o.m.zipf ? "Zipf(1)" : "uniform", o.clients, o.seconds, o.warmup, o.reps);
   for (int rep = 1; rep <= o.reps; ++rep) {
     for (Case& c : cases) {
-      std::printf("%s size %d form %s\n", o.model.c_str(), c.size,
+      std::printf("%s size %d form %s\n", o.m.model.c_str(), c.size,
                   c.form.c_str());
       c.rpc.push_back(RunRpc(o, target, server, c.requests, 0));
       PrintRow("rpc", rep, c.rpc.back());
