@@ -505,6 +505,7 @@ JobConfig DefaultJobConfig() {
   serving->set_poll_seconds(5);
   serving->set_max_examples_per_request(1000);
   serving->set_max_line_bytes(1 << 16);
+  serving->set_memory_budget_mb(256);
   config.set_output_dir("/tmp/sampan-job");
   config.set_progress_interval_seconds(2);
   config.mutable_checkpoint()->set_keep(3);
@@ -656,6 +657,9 @@ absl::Status ValidateServing(const JobConfig& config) {
       AtLeast("serving.max_examples_per_request", s.max_examples_per_request(),
               1),
       AtLeast("serving.max_line_bytes", s.max_line_bytes(), 1),
+      s.store_dir().empty()
+          ? absl::OkStatus()
+          : AtLeast("serving.memory_budget_mb", s.memory_budget_mb(), 4),
   });
 }
 

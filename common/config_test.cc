@@ -145,6 +145,9 @@ TEST(ConfigTest, ServingLimits) {
             "job.yaml: serving.port: must be at most 65535, got 70000");
   EXPECT_EQ(ParseError("serving: {model: /m, version: 3, poll_seconds: 1}\n"),
             "");
+  EXPECT_EQ(ParseError("serving: {store_dir: /s, memory_budget_mb: 2}\n"),
+            "job.yaml: serving.memory_budget_mb: must be at least 4, got 2");
+  EXPECT_EQ(ParseError("serving: {store_dir: /s, memory_budget_mb: 64}\n"), "");
 }
 
 // Checkpoints snapshot RocksDB; a memory table is refused before anything

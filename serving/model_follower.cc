@@ -45,19 +45,19 @@ absl::Status SameModel(const ScoringModel& served, const ScoringModel& next) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const ServedModel>> Load(
-    const std::string& dir) {
-  absl::StatusOr<std::unique_ptr<ScoringModel>> scoring = LoadScoringModel(dir);
-  if (!scoring.ok()) return scoring.status();
+std::shared_ptr<const ServedModel> Served(
+    std::unique_ptr<ScoringModel> scoring) {
   auto served = std::make_shared<ServedModel>();
-  served->description = DescribeModel((*scoring)->loaded);
-  if ((*scoring)->loaded.version.has_value()) {
-    const VersionManifest& v = *(*scoring)->loaded.version;
+  served->description = DescribeModel(scoring->loaded);
+  if (scoring->loaded.version.has_value()) {
+    const VersionManifest& v = *scoring->loaded.version;
     served->version = v.version();
     served->pass = v.pass();
     served->created_unix_seconds = v.created_unix_seconds();
   }
-  served->scoring = *std::move(scoring);
+  served->rows = scoring->rows ? scoring->rows->row_count()
+                               : scoring->loaded.sparse.index.size();
+  served->scoring = std::move(scoring);
   return served;
 }
 
@@ -67,6 +67,41 @@ ModelFollower::ModelFollower(FollowOptions options)
     : options_(std::move(options)) {}
 
 ModelFollower::~ModelFollower() { Stop(); }
+
+absl::StatusOr<std::shared_ptr<const ServedModel>> ModelFollower::Load(
+    const std::string& dir) const {
+  if (!options_.bring_rows) {
+    absl::StatusOr<std::unique_ptr<ScoringModel>> scoring =
+        LoadScoringModel(dir);
+    if (!scoring.ok()) return scoring.status();
+    return Served(*std::move(scoring));
+  }
+  absl::StatusOr<std::vector<ChainMember>> chain = ResolveChain(dir);
+  if (!chain.ok()) return chain.status();
+  absl::StatusOr<std::shared_ptr<const RowSource>> rows =
+      options_.bring_rows(*chain);
+  if (!rows.ok()) return rows.status();
+  LoadedModel head;
+  head.dir = chain->back().dir;
+  if (chain->back().version.format() != 0) {
+    head.version = chain->back().version;
+  }
+  absl::StatusOr<ModelManifest> manifest =
+      ReadModelManifest(head.dir, &head.config);
+  absl::StatusOr<std::unique_ptr<ScoringModel>> scoring =
+      absl::InternalError("unset");
+  if (manifest.ok()) {
+    head.manifest = *manifest;
+    scoring = ScoringModelOf(std::move(head), *std::move(rows));
+  } else {
+    scoring = manifest.status();
+  }
+  if (!scoring.ok()) {
+    if (options_.forget_rows) options_.forget_rows();
+    return scoring.status();
+  }
+  return Served(*std::move(scoring));
+}
 
 std::shared_ptr<const ServedModel> ModelFollower::Current() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -105,6 +140,7 @@ absl::Status ModelFollower::Refresh() {
   absl::Status status = next.status();
   if (status.ok() && served != nullptr) {
     status = SameModel(*served->scoring, *(*next)->scoring);
+    if (!status.ok() && options_.forget_rows) options_.forget_rows();
   }
   if (!status.ok()) {
     refused_ = *wanted;
@@ -121,8 +157,8 @@ absl::Status ModelFollower::Refresh() {
   }
   refused_ = 0;
   SAMPAN_LOG(INFO) << "serve: now serving " << (*next)->description << " ("
-                   << (*next)->scoring->loaded.sparse.index.size()
-                   << " sparse rows)";
+                   << (*next)->rows << " sparse rows"
+                   << ((*next)->scoring->rows ? ", outside memory)" : ")");
   if (options_.on_load) options_.on_load(absl::OkStatus(), next->get());
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -26,7 +27,11 @@ namespace sampan {
 
 // One model version as it is served; immutable.
 struct ServedModel {
+  // Its network, dense weights and rows (in memory, or read through
+  // scoring->rows, which this ServedModel keeps alive).
   std::unique_ptr<ScoringModel> scoring;
+  // Its sparse rows (RowSource::row_count; 0 where unknown).
+  uint64_t rows = 0;
   // The version number and pass; 0 and "" for an exported model directory.
   uint64_t version = 0;
   std::string pass;
@@ -44,6 +49,17 @@ struct FollowOptions {
   uint64_t version = 0;
   // Between checks of LATEST (and retries of a first load that failed).
   absl::Duration poll = absl::Seconds(5);
+  // Where a version's rows are kept. Null: read into memory with the rest
+  // (ReadModel). Else called with the version's chain (ResolveChain) to
+  // bring its rows elsewhere (serving/row_store.h), and only the newest
+  // member's job.pbtxt, MODEL and dense.bin are read here; its error
+  // refuses the version. Called from one thread at a time.
+  std::function<absl::StatusOr<std::shared_ptr<const RowSource>>(
+      const std::vector<ChainMember>& chain)>
+      bring_rows;
+  // Called when a version whose rows bring_rows brought is refused after
+  // all (another model), so that it is not built on.
+  std::function<void()> forget_rows;
   // Called with every load's outcome (metrics): OK after a swap, the error
   // of a refused version.
   std::function<void(const absl::Status&, const ServedModel*)> on_load;
@@ -79,6 +95,9 @@ class ModelFollower {
   // Which version the path names now: `*fixed` for a directory served as it
   // is; else the number to serve (0: nothing published yet).
   absl::StatusOr<uint64_t> Wanted(bool* fixed) const;
+  // Reads the model at `dir` (rows through options_.bring_rows when set).
+  absl::StatusOr<std::shared_ptr<const ServedModel>> Load(
+      const std::string& dir) const;
   void Loop();
 
   const FollowOptions options_;

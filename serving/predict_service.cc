@@ -9,16 +9,6 @@
 namespace sampan {
 namespace {
 
-FollowOptions FollowOptionsOf(const ServingOptions& options) {
-  FollowOptions f;
-  f.model = options.model;
-  f.version = options.version;
-  f.poll = options.poll;
-  f.on_load = RecordLoad;
-  f.on_tick = RecordAge;
-  return f;
-}
-
 grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
                       std::string(s.message()));
@@ -34,11 +24,48 @@ ServingOptions ServingOptionsFromJob(const JobConfig& config) {
   o.poll = absl::Seconds(s.poll_seconds());
   o.max_examples_per_request = s.max_examples_per_request();
   o.max_line_bytes = s.max_line_bytes();
+  o.store_dir = s.store_dir();
+  o.memory_budget_bytes = s.memory_budget_mb() << 20;
   return o;
+}
+
+FollowOptions PredictService::FollowOptionsOf(const ServingOptions& options) {
+  FollowOptions f;
+  f.model = options.model;
+  f.version = options.version;
+  f.poll = options.poll;
+  f.on_load = RecordLoad;
+  f.on_tick = [this](const ServedModel* served) { Tick(served); };
+  if (!options.store_dir.empty()) {
+    f.bring_rows = [this](const std::vector<ChainMember>& chain) {
+      return BringRows(chain);
+    };
+    f.forget_rows = [this] { store_->Invalidate(); };
+  }
+  return f;
 }
 
 PredictService::PredictService(const ServingOptions& options)
     : options_(options), follower_(FollowOptionsOf(options)) {}
+
+absl::StatusOr<std::shared_ptr<const RowSource>> PredictService::BringRows(
+    const std::vector<ChainMember>& chain) {
+  if (store_ == nullptr) {
+    VersionStoreOptions o;
+    o.dir = options_.store_dir;
+    o.memory_budget_bytes = options_.memory_budget_bytes;
+    absl::StatusOr<std::unique_ptr<VersionStore>> store = VersionStore::Open(o);
+    if (!store.ok()) return store.status();
+    store_ = *std::move(store);
+    store_open_ = store_.get();
+  }
+  return store_->Bring(chain);
+}
+
+void PredictService::Tick(const ServedModel* served) {
+  RecordAge(served);
+  if (VersionStore* store = store_open_.load()) RecordStore(store->stats());
+}
 
 PredictService::~PredictService() { Stop(); }
 

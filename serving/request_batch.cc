@@ -136,10 +136,14 @@ absl::Status ScoreRequest(const serving::PredictRequest& request,
   absl::Status s = RequestToBatch(request, shape, &batch);
   if (!s.ok()) return s;
   response->mutable_probabilities()->Resize(int(batch.size()), 0.0f);
-  const size_t found = ScoreBatch(
+  absl::StatusOr<size_t> found = ScoreBatch(
       model, &batch, response->mutable_probabilities()->mutable_data(), &ws);
-  if (hits != nullptr) *hits = found;
-  if (misses != nullptr) *misses = ws.keys.keys.size() - found;
+  if (!found.ok()) {
+    response->clear_probabilities();
+    return found.status();
+  }
+  if (hits != nullptr) *hits = *found;
+  if (misses != nullptr) *misses = ws.keys.keys.size() - *found;
   return absl::OkStatus();
 }
 

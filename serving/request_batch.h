@@ -44,8 +44,10 @@ absl::Status RequestToBatch(const serving::PredictRequest& request,
 
 // What a Predict call does with the version it took: RequestToBatch for
 // `model`'s shape, then ScoreBatch into response->probabilities. Errors as
-// RequestToBatch (the response is then unchanged). `hits`, when not null,
-// receives the distinct signs the model had a row for, `misses` the others.
+// RequestToBatch (the response is then unchanged), or the rows' lookup's
+// (model.rows: a store's I/O error, an unreachable lookup shard). `hits`, when
+// not null, receives the distinct signs the model had a row for, `misses` the
+// others.
 absl::Status ScoreRequest(const serving::PredictRequest& request,
                           const ScoringModel& model,
                           const RequestLimits& limits,

@@ -11,6 +11,9 @@
 //     a version that fails verification is refused (logged, counted in
 //     sampan_serving_version_load_failures_total) and the previous one goes
 //     on serving. No call fails because of a swap.
+//   - With a store (store_dir), rows are read from RocksDB through the
+//     snapshot of the call's version (serving/row_store.h), with the same
+//     promises; a store's I/O error fails the call with UNAVAILABLE.
 //   - A malformed request fails alone, with INVALID_ARGUMENT naming the
 //     example and the field; before any version is loaded calls fail with
 //     UNAVAILABLE.
@@ -18,6 +21,7 @@
 #ifndef SAMPAN_SERVING_SERVING_H_
 #define SAMPAN_SERVING_SERVING_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -27,6 +31,7 @@
 #include "proto/job.pb.h"
 #include "proto/serving.grpc.pb.h"
 #include "serving/model_follower.h"
+#include "serving/row_store.h"
 
 namespace sampan {
 
@@ -41,6 +46,11 @@ struct ServingOptions {
   // Request limits (INVALID_ARGUMENT beyond them).
   size_t max_examples_per_request = 1000;
   size_t max_line_bytes = 1 << 16;
+  // Rows in a local RocksDB store in this directory (serving/row_store.h),
+  // wiped when the first version loads; empty = rows in memory.
+  std::string store_dir;
+  // The store's memory (VersionStoreOptions::memory_budget_bytes).
+  uint64_t memory_budget_bytes = 256ull << 20;
 };
 
 // The job's serving: section; serving.model defaults to
@@ -69,13 +79,24 @@ class PredictService final : public serving::Predictor::Service {
                        serving::PredictResponse* response) override;
 
  private:
+  FollowOptions FollowOptionsOf(const ServingOptions& options);
   // Predict without metrics; counts the distinct signs with a row and
   // without.
   grpc::Status Handle(const serving::PredictRequest& request,
                       serving::PredictResponse* response, size_t* hits,
                       size_t* misses) const;
 
+  // The follower's bring_rows with a store: opens it on first use.
+  absl::StatusOr<std::shared_ptr<const RowSource>> BringRows(
+      const std::vector<ChainMember>& chain);
+  // Its on_tick: the age gauge and the store's metrics.
+  void Tick(const ServedModel* served);
+
   const ServingOptions options_;
+  // The store: created and used by the follower's refresh (one thread at a
+  // time); `store_open_` publishes it to Tick once open, never reset.
+  std::unique_ptr<VersionStore> store_;
+  std::atomic<VersionStore*> store_open_{nullptr};
   ModelFollower follower_;
 };
 

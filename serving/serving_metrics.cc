@@ -1,5 +1,6 @@
 #include "serving/serving_metrics.h"
 
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,6 +20,14 @@ struct Metrics {
   prometheus::Gauge* rows;
   prometheus::Counter* loads;
   prometheus::Counter* load_failures;
+  prometheus::Gauge* store_bytes;
+  prometheus::Gauge* store_cache_bytes;
+  prometheus::Counter* store_hits;
+  prometheus::Counter* store_misses;
+  prometheus::Gauge* store_hit_ratio;
+  // The store's counts at the last RecordStore.
+  std::mutex store_mu;
+  uint64_t last_hits = 0, last_misses = 0;
 };
 
 // The one unlabeled metric of a new family built by `builder`.
@@ -65,6 +74,24 @@ Metrics* Build() {
       prometheus::BuildCounter(), "sampan_serving_version_load_failures_total",
       "Model versions refused (corrupt, half-written, another model) "
       "or unreadable LATEST pointers.");
+  m->store_bytes =
+      Single(prometheus::BuildGauge(), "sampan_serving_store_bytes",
+             "Bytes of the serving store's SST files and memtables.");
+  m->store_cache_bytes =
+      Single(prometheus::BuildGauge(), "sampan_serving_store_cache_bytes",
+             "Bytes of the serving store's block cache in use.");
+  auto& cache = prometheus::BuildCounter()
+                    .Name("sampan_serving_store_cache_lookups_total")
+                    .Help(
+                        "Data block reads of the serving store, by whether "
+                        "the block cache held the block.")
+                    .Register(r);
+  m->store_hits = &cache.Add({{"result", "hit"}});
+  m->store_misses = &cache.Add({{"result", "miss"}});
+  m->store_hit_ratio =
+      Single(prometheus::BuildGauge(), "sampan_serving_store_cache_hit_ratio",
+             "Share of the serving store's data block reads the block cache "
+             "answered since start.");
   return m;
 }
 
@@ -97,7 +124,7 @@ void RecordLoad(const absl::Status& status, const ServedModel* loaded) {
   m.loads->Increment();
   if (loaded == nullptr) return;
   m.version->Set(double(loaded->version));
-  m.rows->Set(double(loaded->scoring->loaded.sparse.index.size()));
+  m.rows->Set(double(loaded->rows));
   RecordAge(loaded);
 }
 
@@ -105,6 +132,23 @@ void RecordAge(const ServedModel* served) {
   if (served == nullptr || served->created_unix_seconds <= 0) return;
   M().age->Set(absl::ToUnixMicros(absl::Now()) / 1e6 -
                served->created_unix_seconds);
+}
+
+void RecordStore(const VersionStore::Stats& stats) {
+  Metrics& m = M();
+  m.store_bytes->Set(double(stats.bytes));
+  m.store_cache_bytes->Set(double(stats.cache_bytes));
+  std::lock_guard<std::mutex> lock(m.store_mu);
+  if (stats.cache_hits >= m.last_hits) {
+    m.store_hits->Increment(double(stats.cache_hits - m.last_hits));
+  }
+  if (stats.cache_misses >= m.last_misses) {
+    m.store_misses->Increment(double(stats.cache_misses - m.last_misses));
+  }
+  m.last_hits = stats.cache_hits;
+  m.last_misses = stats.cache_misses;
+  const uint64_t lookups = stats.cache_hits + stats.cache_misses;
+  if (lookups > 0) m.store_hit_ratio->Set(double(stats.cache_hits) / lookups);
 }
 
 }  // namespace sampan

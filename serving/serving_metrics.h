@@ -7,9 +7,17 @@
 //   sampan_serving_model_version               version served (0: none or an
 //                                              exported model)
 //   sampan_serving_model_age_seconds           now - its VERSION's created
-//   sampan_serving_model_rows                  its sparse rows
+//   sampan_serving_model_rows                  its sparse rows (RocksDB's
+//                                              estimate with a store)
 //   sampan_serving_version_loads_total         versions swapped in
 //   sampan_serving_version_load_failures_total versions refused
+// With serving.store_dir (serving/row_store.h):
+//   sampan_serving_store_bytes                 SST files and memtables
+//   sampan_serving_store_cache_bytes           block cache in use
+//   sampan_serving_store_cache_lookups_total{result}  data block reads,
+//                                              "hit" (the block cache) or
+//                                              "miss" (from disk)
+//   sampan_serving_store_cache_hit_ratio       hits / lookups since start
 // Process-wide and thread-safe.
 #ifndef SAMPAN_SERVING_SERVING_METRICS_H_
 #define SAMPAN_SERVING_SERVING_METRICS_H_
@@ -19,6 +27,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "serving/model_follower.h"
+#include "serving/row_store.h"
 
 namespace sampan {
 
@@ -31,6 +40,9 @@ void RecordLoad(const absl::Status& status, const ServedModel* loaded);
 
 // Refreshes the age gauge of `served` (may be null).
 void RecordAge(const ServedModel* served);
+
+// Refreshes the store's gauges and counters (its counts since it opened).
+void RecordStore(const VersionStore::Stats& stats);
 
 }  // namespace sampan
 

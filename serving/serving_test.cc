@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
+#include "serving/serving_testlib.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/synthetic.h"
 #include "trainer/data_options.h"
@@ -33,166 +34,21 @@ namespace sampan {
 namespace {
 
 namespace fs = std::filesystem;
+using servetest::EvalProbs;
+using servetest::FlipByte;
+using servetest::MetricValue;
+using servetest::OptionsFor;
+using servetest::PredictLines;
+using servetest::PublishScaled;
+using servetest::Server;
+using servetest::TestLines;
+using servetest::Tmp;
+using servetest::TrainTiny;
 using serving::PredictRequest;
 using serving::PredictResponse;
 
-std::string Tmp() { return std::getenv("TEST_TMPDIR"); }
-
-// Synthetic train.tsv / test.tsv under `dir` (once per directory).
-void GenerateData(const std::string& dir) {
-  if (fs::exists(dir + "/test.tsv")) return;
-  fs::create_directories(dir);
-  SyntheticOptions synthetic;
-  synthetic.rows = 4000;
-  synthetic.seed = 11;
-  synthetic.test_fraction = 0.1;
-  ASSERT_TRUE(
-      GenerateCriteoData(synthetic, dir + "/train.tsv", dir + "/test.tsv", "")
-          .ok());
-}
-
-// Trains a tiny model of `type` with train-local; returns its job.
-JobConfig TrainTiny(const std::string& name, ModelType type,
-                    void (*tweak)(JobConfig*) = nullptr) {
-  const std::string data = Tmp() + "/data";
-  GenerateData(data);
-  JobConfig config = DefaultJobConfig();
-  config.set_name(name);
-  config.set_output_dir(Tmp() + "/" + name);
-  config.mutable_model()->set_type(type);
-  config.mutable_model()->set_embedding_dim(4);
-  config.mutable_model()->clear_hidden();
-  config.mutable_model()->add_hidden(8);
-  config.mutable_model()->set_cross_layers(1);
-  config.mutable_cluster()->set_threads_per_trainer(1);
-  config.mutable_data()->mutable_synthetic()->set_rows(0);
-  config.mutable_data()->add_train_files(data + "/train.tsv");
-  config.mutable_data()->add_test_files(data + "/test.tsv");
-  if (tweak != nullptr) tweak(&config);
-  absl::Status s = TrainLocalJob(config);
-  EXPECT_TRUE(s.ok()) << s;
-  return config;
-}
-
-std::vector<std::string> TestLines() {
-  std::ifstream in(Tmp() + "/data/test.tsv");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// Publishes the exported model of `job` as base `version` under `root`
-// (default its versions root), every row and dense weight times `scale`.
-void PublishScaled(const JobConfig& job, uint64_t version, float scale,
-                   std::string root = "") {
-  absl::StatusOr<std::unique_ptr<ScoringModel>> m =
-      LoadScoringModel(ModelDir(job));
-  ASSERT_TRUE(m.ok()) << m.status();
-  const SparseRows& sparse = (*m)->loaded.sparse;
-  if (root.empty()) root = VersionsRoot(job);
-  ASSERT_TRUE(ClearStaging(root, version).ok());
-  std::vector<uint64_t> keys;
-  for (const auto& entry : sparse.index) keys.push_back(entry.first);
-  const int d = sparse.row_dim;
-  RowReader read = [&](absl::Span<const uint64_t> ks, float* out) {
-    for (uint64_t key : ks) {
-      const float* row = sparse.rows.data() + size_t(sparse.index.at(key)) * d;
-      for (int j = 0; j < d; ++j) *out++ = row[j] * scale;
-    }
-    return absl::OkStatus();
-  };
-  ASSERT_TRUE(
-      ExportSparsePart(StagingDir(root, version), 0, keys, d, read).ok());
-  DenseModelState dense = (*m)->dense;
-  for (float& w : dense.weights) w *= scale;
-  ASSERT_TRUE(SaveDenseModel(DenseModelPath(StagingDir(root, version)),
-                             *(*m)->model, dense)
-                  .ok());
-  VersionInfo info;
-  info.version = version;
-  info.base = true;
-  info.base_version = version;
-  info.pass = absl::StrCat("20261201/", version);
-  ASSERT_TRUE(
-      PublishVersion(root, (*m)->loaded.config, ModelManifest(), info, 0).ok());
-}
-
-// Eval's probability of every test line for `model`.
-std::vector<float> EvalProbs(const std::string& model) {
-  std::vector<float> probs;
-  absl::StatusOr<EvalMetrics> m =
-      EvaluateModel(model, Tmp() + "/data/test.tsv", nullptr, &probs);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return probs;
-}
-
-// A PredictService on a real loopback port.
-class Server {
- public:
-  explicit Server(const ServingOptions& options) : service_(options) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_),
-                                   grpc::InsecureChannelCredentials());
-  }
-  ~Server() {
-    server_->Shutdown();
-    service_.Stop();
-  }
-  PredictService& service() { return service_; }
-
-  grpc::Status Predict(const PredictRequest& request,
-                       PredictResponse* response) {
-    auto stub = serving::Predictor::NewStub(channel_);
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(10));
-    return stub->Predict(&context, request, response);
-  }
-
- private:
-  PredictService service_;
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-};
-
-ServingOptions OptionsFor(const std::string& model) {
-  ServingOptions o;
-  o.model = model;
-  o.poll = absl::Milliseconds(20);
-  o.max_examples_per_request = 100;
-  o.max_line_bytes = 4096;
-  return o;
-}
-
-// Serves `model` and asks for every test line, 100 at a time.
 void ExpectServeEqualsEval(const std::string& model) {
-  Server server(OptionsFor(model));
-  ASSERT_TRUE(server.service().Refresh().ok());
-  const std::vector<std::string> lines = TestLines();
-  const std::vector<float> want = EvalProbs(model);
-  ASSERT_EQ(want.size(), lines.size());
-  ASSERT_GT(lines.size(), 300u);
-  for (size_t begin = 0; begin < lines.size(); begin += 100) {
-    PredictRequest request;
-    for (size_t i = begin; i < std::min(lines.size(), begin + 100); ++i) {
-      // Every other line without its label: both forms are accepted.
-      request.add_lines(i % 2 ? lines[i].substr(lines[i].find('\t') + 1)
-                              : lines[i]);
-    }
-    PredictResponse response;
-    grpc::Status s = server.Predict(request, &response);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    ASSERT_EQ(response.probabilities_size(), request.lines_size());
-    for (int i = 0; i < response.probabilities_size(); ++i) {
-      ASSERT_NEAR(response.probabilities(i), want[begin + i], 1e-6)
-          << model << " line " << begin + i;
-    }
-  }
+  servetest::ExpectServeEqualsEval(OptionsFor(model));
 }
 
 TEST(Serving, LrServesAsEvalScoresWithRareSigns) {
@@ -245,21 +101,6 @@ TEST(Serving, DcnV2ServesAsEvalScores) {
   ExpectServeEqualsEval(ModelDir(TrainTiny("dcn", DCN_V2)));
 }
 
-double MetricValue(const std::string& name) {
-  for (const auto& family : MetricsRegistry().Collect()) {
-    if (family.name != name || family.metric.empty()) continue;
-    return family.metric[0].counter.value + family.metric[0].gauge.value;
-  }
-  return -1;
-}
-
-grpc::Status PredictLines(Server* server, const std::vector<std::string>& lines,
-                          size_t begin, size_t n, PredictResponse* response) {
-  PredictRequest request;
-  for (size_t i = begin; i < begin + n; ++i) request.add_lines(lines[i]);
-  return server->Predict(request, response);
-}
-
 TEST(Serving, SwapUnderLoadAndRefusedVersions) {
   JobConfig job = TrainTiny("swap", FM);
   const std::string root = VersionsRoot(job);
@@ -281,35 +122,9 @@ TEST(Serving, SwapUnderLoadAndRefusedVersions) {
   // Clients hammer Predict while version 2 is published and swapped in:
   // every answer is exactly one version's, the one it names.
   std::atomic<bool> stop{false};
-  std::atomic<int> failures{0}, mixed{0}, calls{0}, v2_calls{0};
-  std::vector<std::thread> clients;
-  for (int t = 0; t < 4; ++t) {
-    clients.emplace_back([&, t] {
-      size_t begin = t * 37 % 200;
-      while (!stop) {
-        PredictResponse response;
-        grpc::Status s = PredictLines(&server, lines, begin, 50, &response);
-        ++calls;
-        if (!s.ok()) {
-          ++failures;
-          continue;
-        }
-        const uint64_t v = response.version();
-        if (v != 1 && v != 2) {
-          ++mixed;
-          continue;
-        }
-        if (v == 2) ++v2_calls;
-        for (int i = 0; i < 50; ++i) {
-          if (std::abs(response.probabilities(i) - want[v][begin + i]) > 1e-6) {
-            ++mixed;
-            break;
-          }
-        }
-        begin = (begin + 50) % 200;
-      }
-    });
-  }
+  servetest::LoadResult load;
+  std::thread clients(
+      [&] { load = servetest::RunLoad(&server, want, 4, &stop); });
   absl::SleepFor(absl::Milliseconds(200));
   PublishScaled(job, 2, 0.5f);
   for (int i = 0; i < 500 && server.service().Current()->version != 2; ++i) {
@@ -317,12 +132,12 @@ TEST(Serving, SwapUnderLoadAndRefusedVersions) {
   }
   absl::SleepFor(absl::Milliseconds(300));
   stop = true;
-  for (auto& c : clients) c.join();
+  clients.join();
   EXPECT_EQ(server.service().Current()->version, 2u);
-  EXPECT_EQ(failures, 0);
-  EXPECT_EQ(mixed, 0);
-  EXPECT_GT(v2_calls, 0);
-  EXPECT_GT(calls, 20);
+  EXPECT_EQ(load.failures, 0);
+  EXPECT_EQ(load.mixed, 0);
+  EXPECT_GT(load.by_version[2], 0);
+  EXPECT_GT(load.calls, 20);
   EXPECT_NE(v1[0], want[2][0]);
 
   // Version 3 with a byte of its part flipped: refused, 2 keeps serving.
@@ -331,15 +146,7 @@ TEST(Serving, SwapUnderLoadAndRefusedVersions) {
       MetricValue("sampan_serving_version_load_failures_total");
   PublishScaled(job, 3, 2.0f);
   const std::string part = VersionDir(root, 3) + "/sparse-00000.bin";
-  {
-    std::fstream f(part, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(40);
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(40);
-    c ^= 0x5a;
-    f.write(&c, 1);
-  }
+  FlipByte(part, 40);
   absl::Status refused = server.service().Refresh();
   EXPECT_FALSE(refused.ok());
   EXPECT_TRUE(absl::StrContains(refused.message(), "sparse-00000.bin"))

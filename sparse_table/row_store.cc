@@ -34,15 +34,19 @@ struct SharedDb {
   }
 };
 
-namespace {
-
-absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
+absl::Status FromRocksStatus(const rocksdb::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
   const std::string msg = absl::StrCat(what, ": ", s.ToString());
   if (s.IsIOError()) return absl::UnavailableError(msg);
   if (s.IsCorruption()) return absl::DataLossError(msg);
   if (s.IsInvalidArgument()) return absl::InvalidArgumentError(msg);
   return absl::InternalError(msg);
+}
+
+namespace {
+
+absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
+  return FromRocksStatus(s, what);
 }
 
 void PutBe(std::string* out, uint64_t v, int bytes) {
@@ -55,13 +59,16 @@ uint64_t GetBe(const char* p, int bytes) {
   return v;
 }
 
+}  // namespace
+
 std::string RowKey(uint64_t key) {
   std::string k(1, 'r');
   PutBe(&k, key, 8);
   return k;
 }
 
-rocksdb::ColumnFamilyOptions CfOptions(const TableOptions& o) {
+rocksdb::ColumnFamilyOptions RowColumnFamilyOptions(
+    const TableOptions& o, std::shared_ptr<rocksdb::Cache> block_cache) {
   rocksdb::ColumnFamilyOptions cf;
   rocksdb::BlockBasedTableOptions t;
   // Point lookups dominate: a Bloom filter spares most misses a disk read.
@@ -70,8 +77,11 @@ rocksdb::ColumnFamilyOptions CfOptions(const TableOptions& o) {
   // memtables; the block cache only as asked for.
   const uint64_t eighth =
       std::clamp<uint64_t>(o.hot_tier_bytes / 8, 1 << 20, 64 << 20);
-  t.block_cache = rocksdb::NewLRUCache(
-      o.block_cache_bytes > 0 ? o.block_cache_bytes : 1 << 20);
+  t.block_cache =
+      block_cache != nullptr
+          ? std::move(block_cache)
+          : rocksdb::NewLRUCache(o.block_cache_bytes > 0 ? o.block_cache_bytes
+                                                         : 1 << 20);
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   cf.write_buffer_size = eighth;
   cf.max_write_buffer_number = 2;
@@ -87,6 +97,46 @@ rocksdb::ColumnFamilyOptions CfOptions(const TableOptions& o) {
   cf.compression = rocksdb::kNoCompression;
   return cf;
 }
+
+// Reads in chunks: RocksDB pins every data block a MultiGet touches until
+// the call returns, and a batch of 4,096 cold keys touches ~4,096 blocks
+// (16 MiB, measured with heaptrack) that no memory budget counts. 256 keys
+// pin at most 1 MiB and still fill RocksDB's internal batches of 32.
+absl::Status MultiGetRows(
+    rocksdb::DB* db, const rocksdb::ReadOptions& ro,
+    rocksdb::ColumnFamilyHandle* cf, absl::Span<const uint64_t> keys,
+    const std::function<void(size_t, absl::string_view)>& fn) {
+  constexpr size_t kChunk = 256;
+  std::string encoded[kChunk];
+  rocksdb::Slice slices[kChunk];
+  rocksdb::PinnableSlice found[kChunk];
+  rocksdb::Status statuses[kChunk];
+  for (size_t at = 0; at < keys.size(); at += kChunk) {
+    const size_t n = std::min(kChunk, keys.size() - at);
+    for (size_t i = 0; i < n; ++i) {
+      encoded[i] = RowKey(keys[at + i]);
+      slices[i] = encoded[i];
+    }
+    db->MultiGet(ro, cf, n, slices, found, statuses);
+    absl::Status st;
+    for (size_t i = 0; i < n; ++i) {
+      if (st.ok() && !statuses[i].IsNotFound()) {
+        if (!statuses[i].ok()) {
+          st = FromRocks(statuses[i], "MultiGet");
+        } else if (found[i].size() < 4) {
+          st = absl::DataLossError("short row");
+        } else {
+          fn(at + i, absl::string_view(found[i].data(), found[i].size() - 4));
+        }
+      }
+      found[i].Reset();  // unpins the block
+    }
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
 
 // Compactions can wait; a trainer's pull cannot. They ran at normal
 // priority beside the pulls and took both cores of a 2-core pserver host for
@@ -130,7 +180,8 @@ absl::StatusOr<std::shared_ptr<SharedDb>> OpenDb(const TableOptions& o) {
     names = {rocksdb::kDefaultColumnFamilyName};
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> descs;
-  for (const std::string& n : names) descs.emplace_back(n, CfOptions(o));
+  for (const std::string& n : names)
+    descs.emplace_back(n, RowColumnFamilyOptions(o));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   absl::Status st = FromRocks(
@@ -157,9 +208,9 @@ absl::StatusOr<std::unique_ptr<RowStore>> RowStore::Open(
   std::lock_guard<std::mutex> lock(s.mu);
   rocksdb::ColumnFamilyHandle*& cf = s.cfs[o.table_name];
   if (cf == nullptr) {
-    absl::Status st =
-        FromRocks(s.db->CreateColumnFamily(CfOptions(o), o.table_name, &cf),
-                  "create column family " + o.table_name);
+    absl::Status st = FromRocks(
+        s.db->CreateColumnFamily(RowColumnFamilyOptions(o), o.table_name, &cf),
+        "create column family " + o.table_name);
     if (!st.ok()) {
       s.cfs.erase(o.table_name);
       return st;
@@ -189,7 +240,7 @@ absl::StatusOr<std::unique_ptr<RowStore>> RowStore::Open(
 RowStore::RowStore(std::shared_ptr<SharedDb> db,
                    rocksdb::ColumnFamilyHandle* cf, bool sync, std::string dir,
                    const TableOptions& o)
-    : sst_options_(rocksdb::DBOptions(), CfOptions(o)),
+    : sst_options_(rocksdb::DBOptions(), RowColumnFamilyOptions(o)),
       shared_(std::move(db)),
       cf_(cf),
       sync_(sync),
@@ -209,39 +260,13 @@ RowStore::~RowStore() = default;
 
 rocksdb::DB* RowStore::db() const { return shared_->db.get(); }
 
-// Reads in chunks: RocksDB pins every data block a MultiGet touches until
-// the call returns, and a batch of 4,096 cold keys touches ~4,096 blocks
-// (16 MiB, measured with heaptrack) that no memory budget counts. 256 keys
-// pin at most 1 MiB and still fill RocksDB's internal batches of 32.
 absl::Status RowStore::MultiGet(absl::Span<const uint64_t> keys,
                                 std::vector<std::string>* values) {
-  constexpr size_t kChunk = 256;
-  values->resize(keys.size());
-  std::string encoded[kChunk];
-  rocksdb::Slice slices[kChunk];
-  rocksdb::PinnableSlice found[kChunk];
-  rocksdb::Status statuses[kChunk];
-  for (size_t at = 0; at < keys.size(); at += kChunk) {
-    const size_t n = std::min(kChunk, keys.size() - at);
-    for (size_t i = 0; i < n; ++i) {
-      encoded[i] = RowKey(keys[at + i]);
-      slices[i] = encoded[i];
-    }
-    db()->MultiGet(row_reads_, cf_, n, slices, found, statuses);
-    for (size_t i = 0; i < n; ++i) {
-      std::string& value = (*values)[at + i];
-      if (statuses[i].IsNotFound()) {
-        value.clear();
-      } else if (!statuses[i].ok()) {
-        return FromRocks(statuses[i], "MultiGet");
-      } else {
-        if (found[i].size() < 4) return absl::DataLossError("short row");
-        value.assign(found[i].data(), found[i].size() - 4);
-      }
-      found[i].Reset();  // unpins the block
-    }
-  }
-  return absl::OkStatus();
+  values->assign(keys.size(), std::string());
+  return MultiGetRows(db(), row_reads_, cf_, keys,
+                      [values](size_t i, absl::string_view value) {
+                        (*values)[i].assign(value.data(), value.size());
+                      });
 }
 
 absl::StatusOr<bool> RowStore::Get(uint64_t key, std::string* value) {

@@ -50,9 +50,39 @@
 #include "rocksdb/write_batch.h"
 #include "sparse_table/sparse_table.h"
 
+namespace rocksdb {
+class Cache;
+}
+
 namespace sampan {
 
 struct SharedDb;
+
+// RowStore's RocksDB layout and tuning as free functions, for a read-only
+// copy of rows that keeps the same key encoding and budget rules
+// (serving/row_store.h).
+//
+// 'r' + big-endian key: a row's RocksDB key (orders as the keys do).
+std::string RowKey(uint64_t key);
+// The options of a column family of rows under `o`'s memory budget
+// (TableOptions::hot_tier_bytes: two memtables of an eighth of it each;
+// block_cache_bytes for the block cache), with Bloom filters and without
+// compression. `block_cache`, when set, is used instead of a cache of its
+// own, so that several column families share one budget.
+rocksdb::ColumnFamilyOptions RowColumnFamilyOptions(
+    const TableOptions& o,
+    std::shared_ptr<rocksdb::Cache> block_cache = nullptr);
+// Reads the rows of `keys` from `cf` in chunks (few data blocks pinned at a
+// time) and calls fn(i, value) for each key found, value being its stored
+// floats without the 4-byte trailer that follows them. DataLoss for a value
+// shorter than its trailer; RocksDB's errors otherwise.
+absl::Status MultiGetRows(
+    rocksdb::DB* db, const rocksdb::ReadOptions& ro,
+    rocksdb::ColumnFamilyHandle* cf, absl::Span<const uint64_t> keys,
+    const std::function<void(size_t, absl::string_view)>& fn);
+// A RocksDB status as absl's: IOError -> Unavailable, Corruption -> DataLoss,
+// InvalidArgument as it is, others Internal; `what` leads the message.
+absl::Status FromRocksStatus(const rocksdb::Status& s, absl::string_view what);
 
 class RowStore {
  public:

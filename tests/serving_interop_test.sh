@@ -3,7 +3,8 @@
 # from proto/serving.proto now): health NOT_SERVING until a model appears,
 # then SERVING; the probabilities of a held-out file give `sampan eval`'s
 # logloss; a malformed call is INVALID_ARGUMENT; /metrics passes
-# `promtool check metrics`; SIGTERM stops it cleanly.
+# `promtool check metrics`; SIGTERM stops it cleanly. The rows are served
+# from a RocksDB store (serving.store_dir), whose metrics are checked too.
 set -euo pipefail
 
 SAMPAN="${TEST_SRCDIR}/${TEST_WORKSPACE}/cli/sampan"
@@ -23,7 +24,8 @@ data:
   train_files: [$TMP/data/train.tsv]
   test_files: [$TMP/data/test.tsv]
 output_dir: $TMP/out
-serving: {model: $TMP/served, poll_seconds: 0.1, max_examples_per_request: 200}
+serving: {model: $TMP/served, poll_seconds: 0.1, max_examples_per_request: 200,
+          store_dir: $TMP/store, memory_budget_mb: 8}
 YAML
 
 # The server starts before its model exists.
@@ -62,8 +64,14 @@ value() { awk -v m="$1" '$1 == m { print $2 }' "$TMP/metrics.txt"; }
 ok=$(value 'sampan_serving_requests_total{code="OK"}')
 bad=$(value 'sampan_serving_requests_total{code="INVALID_ARGUMENT"}')
 rows=$(value sampan_serving_model_rows)
-echo "requests ok=$ok invalid=$bad rows=$rows"
+store_bytes=$(value sampan_serving_store_bytes)
+lookups=$(awk '$1 ~ /^sampan_serving_store_cache_lookups_total/ { s += $2 } END { print s + 0 }' "$TMP/metrics.txt")
+ratio=$(value sampan_serving_store_cache_hit_ratio)
+echo "requests ok=$ok invalid=$bad rows=$rows store_bytes=$store_bytes block reads=$lookups hit ratio=$ratio"
 [ "$ok" -ge 2 ] && [ "$bad" = 1 ] && [ "$rows" -gt 100 ] || { echo "FAIL: metrics"; grep sampan_serving "$TMP/metrics.txt"; exit 1; }
+awk -v b="$store_bytes" -v l="$lookups" -v r="$ratio" 'BEGIN { exit !(b > 0 && l > 0 && r >= 0 && r <= 1) }' ||
+  { echo "FAIL: store metrics"; grep sampan_serving_store "$TMP/metrics.txt"; exit 1; }
+[ -d "$TMP/store" ] || { echo "FAIL: no store in $TMP/store"; exit 1; }
 
 kill -TERM $server
 wait $server || { echo "FAIL: serve exited with $? on SIGTERM"; exit 1; }

@@ -18,8 +18,9 @@ namespace {
 
 // Scores every example of `data` through ScoreBatch, data.batch_size at a
 // time, as the trainers' test evaluation batches it.
-EvalMetrics Score(const ScoringModel& model, const Dataset& data,
-                  std::vector<float>* probs_out) {
+absl::StatusOr<EvalMetrics> Score(const ScoringModel& model,
+                                  const Dataset& data,
+                                  std::vector<float>* probs_out) {
   const size_t batch_size = model.batch_size;
   ScoringWorkspace ws;
   Batch batch;
@@ -31,7 +32,9 @@ EvalMetrics Score(const ScoringModel& model, const Dataset& data,
     const size_t n = std::min(batch_size, data.size() - begin);
     std::iota(index.begin(), index.begin() + n, uint32_t(begin));
     data.Gather(index.data(), n, &batch);
-    ScoreBatch(model, &batch, probs.data() + begin, &ws);
+    absl::StatusOr<size_t> found =
+        ScoreBatch(model, &batch, probs.data() + begin, &ws);
+    if (!found.ok()) return found.status();
   }
   return Evaluate(probs, data.labels);
 }

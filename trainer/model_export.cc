@@ -69,36 +69,44 @@ absl::StatusOr<ModelManifest> ParseManifest(const std::string& path,
   return m;
 }
 
-// Adds one part's rows to `out`, whose row_dim is 0 until the first part
-// sets it; `dim_from` says where out->row_dim came from, for errors.
-absl::Status ReadPart(const std::string& path, const std::string& dim_from,
-                      SparseRows* out) {
+absl::StatusOr<SparsePart> ReadPart(const std::string& path, int row_dim,
+                                    const std::string& dim_from) {
   absl::StatusOr<std::string> body = ReadCheckedFile(path, kSparseFile);
   if (!body.ok()) return body.status();
   BodyReader r(*body);
   uint32_t dim = 0;
   uint64_t n = 0;
-  std::vector<uint64_t> keys;
-  std::vector<float> rows;
   if (!r.Get(&dim) || !r.Get(&n)) {
     return absl::DataLossError(absl::StrCat(path, ": header cut short"));
   }
-  if (out->row_dim == 0) out->row_dim = int(dim);
-  if (dim != uint32_t(out->row_dim)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " has rows of ", dim, " floats, ", dim_from,
-                     " reads ", out->row_dim));
+  if (row_dim != 0 && dim != uint32_t(row_dim)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " has rows of ", dim, " floats, ", dim_from, " reads ", row_dim));
   }
-  if (!r.GetArray(n, &keys) || !r.GetArray(n * dim, &rows) || !r.AtEnd()) {
+  SparsePart out;
+  out.row_dim = int(dim);
+  if (!r.GetArray(n, &out.keys) || !r.GetArray(n * dim, &out.rows) ||
+      !r.AtEnd()) {
     return absl::DataLossError(
         absl::StrCat(path, ": payload does not hold ", n, " rows"));
   }
-  for (uint64_t i = 0; i < n; ++i) {
+  return out;
+}
+
+// Adds one part's rows to `out`, whose row_dim is 0 until the first part
+// sets it; `dim_from` says where out->row_dim came from, for errors.
+absl::Status ReadPartInto(const std::string& path, const std::string& dim_from,
+                          SparseRows* out) {
+  absl::StatusOr<SparsePart> part = ReadPart(path, out->row_dim, dim_from);
+  if (!part.ok()) return part.status();
+  const size_t dim = part->row_dim;
+  out->row_dim = int(dim);
+  for (size_t i = 0; i < part->keys.size(); ++i) {
     // Parts may share keys; their rows were read after the last push, so
     // they are equal and the first one stands.
-    if (out->index.emplace(keys[i], uint32_t(out->index.size())).second) {
-      out->rows.insert(out->rows.end(), rows.begin() + i * dim,
-                       rows.begin() + (i + 1) * dim);
+    if (out->index.emplace(part->keys[i], uint32_t(out->index.size())).second) {
+      out->rows.insert(out->rows.end(), part->rows.begin() + i * dim,
+                       part->rows.begin() + (i + 1) * dim);
     }
   }
   return absl::OkStatus();
@@ -190,12 +198,17 @@ absl::StatusOr<SparseRows> ReadSparseRows(const std::string& dir,
   SparseRows out;
   out.row_dim = row_dim;
   for (int part = 0; part < manifest.sparse_parts; ++part) {
-    absl::Status s = ReadPart(
+    absl::Status s = ReadPartInto(
         PartPath(dir, part),
         row_dim > 0 ? "the model (job.pbtxt)" : PartPath(dir, 0), &out);
     if (!s.ok()) return s;
   }
   return out;
+}
+
+absl::StatusOr<SparsePart> ReadSparsePart(const std::string& dir, int part,
+                                          int row_dim) {
+  return ReadPart(PartPath(dir, part), row_dim, "the model (job.pbtxt)");
 }
 
 absl::StatusOr<uint64_t> CountSparseRows(const std::string& dir,

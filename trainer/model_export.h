@@ -71,6 +71,21 @@ struct SparseRows {
   std::vector<float> rows;
 };
 
+// One part's rows as written: keys unique and ascending, row i at
+// rows[i * row_dim..].
+struct SparsePart {
+  int row_dim = 0;
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;
+};
+
+// Reads part `part` of `dir` whole (its CRC checked), for readers that stream
+// a model part by part rather than merge it (serving/row_store.h). NotFound
+// when it is missing; DataLoss when truncated or corrupt; FailedPrecondition
+// when its rows are not `row_dim` floats wide (0 takes any width).
+absl::StatusOr<SparsePart> ReadSparsePart(const std::string& dir, int part,
+                                          int row_dim);
+
 // Reads MODEL and job.pbtxt of `dir`: NotFound naming the file when the
 // directory is not a (complete) exported model; DataLoss when malformed.
 absl::StatusOr<ModelManifest> ReadModelManifest(const std::string& dir,

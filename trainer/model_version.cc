@@ -231,11 +231,11 @@ class RowMerger {
   size_t orphans_ = 0;  // slots of merged_.rows no key points to
 };
 
-// Reads the chain whose newest version lives in `newest_dir`: every file
-// verified first, then the rows merged.
-absl::StatusOr<LoadedModel> ReadChain(const std::string& root,
-                                      const std::string& newest_dir,
-                                      uint64_t version, KeyFilter keep) {
+// The chain whose newest version lives in `newest_dir`, its VERSIONs
+// checked.
+absl::StatusOr<std::vector<ChainMember>> ChainOf(const std::string& root,
+                                                 const std::string& newest_dir,
+                                                 uint64_t version) {
   absl::StatusOr<VersionManifest> newest = ReadVersionFile(newest_dir);
   if (absl::IsNotFound(newest.status())) {
     return absl::NotFoundError(
@@ -250,11 +250,22 @@ absl::StatusOr<LoadedModel> ReadChain(const std::string& root,
   }
   auto chain = ReadChainManifests(root, newest_dir, *newest);
   if (!chain.ok()) return chain.status();
-  for (const auto& [dir, m] : *chain) {
-    for (const VersionFile& f : m.files()) {
-      absl::Status s = VerifyFile(dir, {f.path(), f.size(), f.crc32()});
-      if (!s.ok()) return s;
-    }
+  std::vector<ChainMember> out;
+  for (auto& [dir, m] : *chain) out.push_back({dir, std::move(m)});
+  return out;
+}
+
+// Reads the chain whose newest version lives in `newest_dir`: every file
+// verified first, then the rows merged.
+absl::StatusOr<LoadedModel> ReadChain(const std::string& root,
+                                      const std::string& newest_dir,
+                                      uint64_t version, KeyFilter keep) {
+  absl::StatusOr<std::vector<ChainMember>> chain =
+      ChainOf(root, newest_dir, version);
+  if (!chain.ok()) return chain.status();
+  for (const ChainMember& member : *chain) {
+    absl::Status s = VerifyChainMember(member);
+    if (!s.ok()) return s;
   }
   LoadedModel out;
   RowMerger merger(std::move(keep));
@@ -269,7 +280,7 @@ absl::StatusOr<LoadedModel> ReadChain(const std::string& root,
     out.manifest = *manifest;
   }
   out.dir = newest_dir;
-  out.version = *std::move(newest);
+  out.version = chain->back().version;
   out.sparse = std::move(merger).Finish();
   return out;
 }
@@ -533,12 +544,35 @@ absl::StatusOr<std::vector<VersionManifest>> ListVersions(
   return out;
 }
 
+absl::StatusOr<std::vector<ChainMember>> ReadChainMembers(
+    const std::string& root, uint64_t version) {
+  return ChainOf(root, VersionDir(root, version), version);
+}
+
+absl::Status VerifyChainMember(const ChainMember& member) {
+  for (const VersionFile& f : member.version.files()) {
+    absl::Status s = VerifyFile(member.dir, {f.path(), f.size(), f.crc32()});
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LoadedModel> ReadVersion(const std::string& root,
                                         uint64_t version) {
   return ReadChain(root, VersionDir(root, version), version, nullptr);
 }
 
-absl::StatusOr<LoadedModel> ReadModel(const std::string& path) {
+namespace {
+
+// What a user's model path names: a chain (root, newest_dir, version) or,
+// with `exported` set, the exported model directory newest_dir.
+struct ModelPath {
+  std::string root, newest_dir;
+  uint64_t version = 0;
+  bool exported = false;
+};
+
+absl::StatusOr<ModelPath> ResolveModelPath(const std::string& path) {
   std::string dir = path;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::string name = fs::path(dir).filename().string();
@@ -549,31 +583,65 @@ absl::StatusOr<LoadedModel> ReadModel(const std::string& path) {
         absl::StrCat(dir, " is a staging directory of a version not yet ",
                      "published; it is never read"));
   }
+  ModelPath out;
   if (Exists(absl::StrCat(dir, "/", kLatest))) {
     absl::StatusOr<uint64_t> latest = LatestVersion(dir);
     if (!latest.ok()) return latest.status();
-    return ReadVersion(dir, *latest);
+    out.root = dir;
+    out.version = *latest;
+    out.newest_dir = VersionDir(dir, *latest);
+    return out;
   }
   if (Exists(absl::StrCat(dir, "/", kVersionFile))) {
     absl::StatusOr<VersionManifest> m = ReadVersionFile(dir);
     if (!m.ok()) return m.status();
-    return ReadChain(parent, dir, m->version(), nullptr);
+    out.root = parent;
+    out.newest_dir = dir;
+    out.version = m->version();
+    return out;
   }
   uint64_t version = 0;
   if (ParseVersionName(name, &version) &&
       (Exists(absl::StrCat(parent, "/", kLatest)) ||
        !Exists(absl::StrCat(dir, "/MODEL")))) {
-    return ReadVersion(parent, version);
+    out.root = parent;
+    out.version = version;
+    out.newest_dir = VersionDir(parent, version);
+    return out;
+  }
+  out.newest_dir = dir;
+  out.exported = true;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedModel> ReadModel(const std::string& path) {
+  absl::StatusOr<ModelPath> resolved = ResolveModelPath(path);
+  if (!resolved.ok()) return resolved.status();
+  if (!resolved->exported) {
+    return ReadChain(resolved->root, resolved->newest_dir, resolved->version,
+                     nullptr);
   }
   LoadedModel out;
-  out.dir = dir;
-  absl::StatusOr<ModelManifest> manifest = ReadModelManifest(dir, &out.config);
+  out.dir = resolved->newest_dir;
+  absl::StatusOr<ModelManifest> manifest =
+      ReadModelManifest(out.dir, &out.config);
   if (!manifest.ok()) return manifest.status();
   out.manifest = *manifest;
-  absl::StatusOr<SparseRows> rows = ReadSparseRows(dir, *manifest, 0);
+  absl::StatusOr<SparseRows> rows = ReadSparseRows(out.dir, *manifest, 0);
   if (!rows.ok()) return rows.status();
   out.sparse = *std::move(rows);
   return out;
+}
+
+absl::StatusOr<std::vector<ChainMember>> ResolveChain(const std::string& path) {
+  absl::StatusOr<ModelPath> resolved = ResolveModelPath(path);
+  if (!resolved.ok()) return resolved.status();
+  if (resolved->exported) {
+    return std::vector<ChainMember>{{resolved->newest_dir, VersionManifest()}};
+  }
+  return ChainOf(resolved->root, resolved->newest_dir, resolved->version);
 }
 
 absl::StatusOr<std::vector<uint64_t>> ChainKeys(const std::string& root,

@@ -128,6 +128,28 @@ struct LoadedModel {
 absl::StatusOr<LoadedModel> ReadVersion(const std::string& root,
                                         uint64_t version);
 
+// One version of a chain: its directory and its VERSION.
+struct ChainMember {
+  std::string dir;
+  VersionManifest version;
+};
+
+// The chain of version `version` under `root`, base first: every VERSION
+// read and checked to belong to it, no other file read yet. For readers that
+// apply a chain themselves (serving/row_store.h) rather than merge it in
+// memory. Errors as ReadVersion.
+absl::StatusOr<std::vector<ChainMember>> ReadChainMembers(
+    const std::string& root, uint64_t version);
+
+// The chain of what a user names as a model (as ReadModel reads it), no
+// file but VERSIONs read yet; an exported model directory is one member
+// whose VersionManifest is empty (format 0, no files). Errors as ReadModel.
+absl::StatusOr<std::vector<ChainMember>> ResolveChain(const std::string& path);
+
+// Checks every file of `member` against its VERSION (size and CRC32):
+// DataLoss naming the file that differs.
+absl::Status VerifyChainMember(const ChainMember& member);
+
 // Reads what a user names as a model: a versions root (the version LATEST
 // names), a version directory <root>/v-N (v-12 works for v-000012), or an
 // exported model directory, read as it is. FailedPrecondition for a staging

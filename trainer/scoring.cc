@@ -5,39 +5,84 @@
 #include "trainer/data/rare_signs.h"
 
 namespace sampan {
+
+absl::Status SparseRowSource::Lookup(absl::Span<const uint64_t> keys,
+                                     float* rows, uint8_t* found) const {
+  const int d = sparse_->row_dim;
+  std::fill_n(rows, keys.size() * d, 0.0f);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto it = sparse_->index.find(keys[k]);
+    found[k] = it != sparse_->index.end();
+    if (!found[k]) continue;
+    std::copy_n(sparse_->rows.begin() + size_t(it->second) * d, d,
+                rows + k * d);
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
-// Copies the rows of `keys`, zeros for keys without one; returns how many
-// keys had one.
-size_t LookUp(const SparseRows& sparse, const std::vector<uint64_t>& keys,
-              std::vector<float>* rows) {
-  const int d = sparse.row_dim;
-  rows->assign(keys.size() * d, 0.0f);
-  size_t found = 0;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    auto it = sparse.index.find(keys[k]);
-    if (it == sparse.index.end()) continue;
-    ++found;
-    std::copy_n(sparse.rows.begin() + size_t(it->second) * d, d,
-                rows->begin() + k * d);
+// min_feature_count > 1: looks up the batch's signs and the rare sign of
+// each of its slots in one Lookup, replaces each sign without a row by its
+// slot's rare sign, and leaves the rows of the keys that remain in ws->rows
+// and ws->found.
+absl::Status LookUpWithRareSigns(const RowSource& source, Batch* batch,
+                                 ScoringWorkspace* ws) {
+  const int d = source.row_dim();
+  ws->keys.Dedup(*batch);
+  ws->probe = ws->keys.keys;
+  ws->probe_index.clear();
+  for (size_t i = 0; i < ws->probe.size(); ++i) {
+    ws->probe_index.emplace(ws->probe[i], uint32_t(i));
   }
-  return found;
+  for (uint16_t slot : batch->slots) {
+    const uint64_t rare = RareSign(slot);
+    if (ws->probe_index.emplace(rare, uint32_t(ws->probe.size())).second) {
+      ws->probe.push_back(rare);
+    }
+  }
+  ws->probe_rows.resize(ws->probe.size() * d);
+  ws->found.resize(ws->probe.size());
+  absl::Status s =
+      source.Lookup(ws->probe, ws->probe_rows.data(), ws->found.data());
+  if (!s.ok()) return s;
+  for (size_t j = 0; j < batch->signs.size(); ++j) {
+    if (!ws->found[ws->keys.row_of_sign[j]]) {
+      batch->signs[j] = RareSign(batch->slots[j]);
+    }
+  }
+  std::vector<uint8_t> probe_found;
+  probe_found.swap(ws->found);
+  ws->keys.Dedup(*batch);
+  ws->rows.resize(ws->keys.keys.size() * d);
+  ws->found.resize(ws->keys.keys.size());
+  for (size_t k = 0; k < ws->keys.keys.size(); ++k) {
+    const uint32_t at = ws->probe_index.at(ws->keys.keys[k]);
+    ws->found[k] = probe_found[at];
+    std::copy_n(ws->probe_rows.begin() + size_t(at) * d, d,
+                ws->rows.begin() + k * d);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-size_t ScoreBatch(const ScoringModel& model, Batch* batch, float* probs,
-                  ScoringWorkspace* ws) {
-  const SparseRows& sparse = model.loaded.sparse;
+absl::StatusOr<size_t> ScoreBatch(const ScoringModel& model, Batch* batch,
+                                  float* probs, ScoringWorkspace* ws) {
+  const SparseRowSource in_memory(&model.loaded.sparse);
+  const RowSource& source = model.rows ? *model.rows : in_memory;
   if (model.loaded.manifest.min_feature_count > 1) {
-    for (size_t j = 0; j < batch->signs.size(); ++j) {
-      if (!sparse.index.contains(batch->signs[j])) {
-        batch->signs[j] = RareSign(batch->slots[j]);
-      }
-    }
+    absl::Status s = LookUpWithRareSigns(source, batch, ws);
+    if (!s.ok()) return s;
+  } else {
+    ws->keys.Dedup(*batch);
+    ws->rows.resize(ws->keys.keys.size() * source.row_dim());
+    ws->found.resize(ws->keys.keys.size());
+    absl::Status s =
+        source.Lookup(ws->keys.keys, ws->rows.data(), ws->found.data());
+    if (!s.ok()) return s;
   }
-  ws->keys.Dedup(*batch);
-  const size_t found = LookUp(sparse, ws->keys.keys, &ws->rows);
+  const size_t found = std::count(ws->found.begin(), ws->found.end(), 1);
   model.model->Step(*batch, ws->keys.row_of_sign, 0, ws->rows.data(),
                     model.dense.weights.data(), nullptr, nullptr, probs,
                     &ws->model);

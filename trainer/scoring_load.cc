@@ -11,10 +11,16 @@ namespace sampan {
 
 absl::StatusOr<std::unique_ptr<ScoringModel>> LoadScoringModel(
     const std::string& path) {
-  auto out = std::make_unique<ScoringModel>();
   absl::StatusOr<LoadedModel> loaded = ReadModel(path);
   if (!loaded.ok()) return loaded.status();
-  out->loaded = *std::move(loaded);
+  return ScoringModelOf(*std::move(loaded), nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<ScoringModel>> ScoringModelOf(
+    LoadedModel loaded, std::shared_ptr<const RowSource> rows) {
+  auto out = std::make_unique<ScoringModel>();
+  out->loaded = std::move(loaded);
+  out->rows = std::move(rows);
   const std::string& dir = out->loaded.dir;
   absl::StatusOr<LocalTrainOptions> options =
       LocalOptionsFromJob(out->loaded.config);
@@ -25,9 +31,11 @@ absl::StatusOr<std::unique_ptr<ScoringModel>> LoadScoringModel(
   out->batch_size = std::max<size_t>(1, options->batch_size);
   out->parse = ParseOptionsFromJob(out->loaded.config);
   out->model = std::make_unique<CtrModel>(options->model);
-  if (out->loaded.sparse.row_dim != out->model->row_dim()) {
+  const int row_dim =
+      out->rows ? out->rows->row_dim() : out->loaded.sparse.row_dim;
+  if (row_dim != out->model->row_dim()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        dir, ": sparse rows of ", out->loaded.sparse.row_dim,
+        dir, ": sparse rows of ", row_dim,
         " floats, the model (job.pbtxt) reads ", out->model->row_dim()));
   }
   absl::StatusOr<DenseModelState> dense =
