@@ -502,7 +502,7 @@ int Main(int argc, char** argv) {
       std::vector<std::vector<float>> probs(o.clients,
                                             std::vector<float>(c.size));
       c.limit.push_back(RunLocal(o, c.batches.size(), [&](int t, size_t k) {
-        ScoreBatch(**model, &copies[t][k], probs[t].data(), &ws[t]);
+        (void)ScoreBatch(**model, &copies[t][k], probs[t].data(), &ws[t]);
         return size_t(c.size);
       }));
       PrintRow("limit", rep, c.limit.back());

@@ -13,7 +13,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "cli/cli_util.h"
 #include "cli/job_metrics.h"
 #include "cli/launcher.h"
 #include "cli/predict.h"
@@ -30,6 +32,7 @@
 #include "coordinator/coordinator.h"
 #include "google/protobuf/text_format.h"
 #include "pserver/pserver.h"
+#include "serving/lookup_service.h"
 #include "serving/serving.h"
 #include "sparse_table/job_options.h"
 #include "trainer/data/synthetic.h"
@@ -40,8 +43,6 @@
 
 namespace sampan {
 namespace {
-
-constexpr int kExitConfigError = 2;
 
 constexpr char kUsage[] = R"(usage: sampan <command> [flags]
 
@@ -113,28 +114,6 @@ commands:
                           --metrics_port_file=F (write the bound port to F)
 )";
 
-int ConfigError(const absl::Status& status) {
-  std::cerr << "error: " << status.message() << "\n";
-  return kExitConfigError;
-}
-
-// YAML for people; the text proto that `sampan run` resolves for children.
-absl::StatusOr<JobConfig> LoadAnyConfig(const std::string& path) {
-  if (!absl::EndsWith(path, ".pbtxt")) return LoadJobConfig(path);
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  JobConfig config;
-  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &config)) {
-    return absl::InvalidArgumentError(path + ": not a valid JobConfig");
-  }
-  absl::Status s = ValidateJobConfig(config);
-  if (!s.ok())
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
-  return config;
-}
-
 // Parses flags and the --config they name; exits with status 2 on error.
 struct Invocation {
   Flags flags;
@@ -157,67 +136,6 @@ Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known) {
     config->mutable_cluster()->set_host(flags->Get("host"));
   }
   return {*flags, *config};
-}
-
-int64_t IntFlagOrExit(const Flags& flags, const std::string& name,
-                      int64_t def) {
-  absl::StatusOr<int64_t> v = flags.GetInt(name, def);
-  if (!v.ok()) std::exit(ConfigError(v.status()));
-  return *v;
-}
-
-int Fail(const absl::Status& status) {
-  SAMPAN_LOG(ERROR) << status.message();
-  return 1;
-}
-
-// Server and channel credentials from the job's cluster.security; a bad
-// setting is a config error (exit status 2) before anything starts.
-std::shared_ptr<grpc::ServerCredentials> ServerCredentialsOrExit(
-    const JobConfig& config) {
-  auto creds = MakeServerCredentials(SecurityOptionsFromJob(config),
-                                     config.cluster().host());
-  if (!creds.ok()) std::exit(ConfigError(creds.status()));
-  return *creds;
-}
-
-std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
-    const JobConfig& config) {
-  auto creds = MakeChannelCredentials(SecurityOptionsFromJob(config));
-  if (!creds.ok()) std::exit(ConfigError(creds.status()));
-  return *creds;
-}
-
-// Writes `port` to `path` atomically (by rename): readers never see a
-// partial number.
-void WritePortFile(const std::string& path, int port) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << port << "\n";
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    SAMPAN_LOG(WARNING) << "cannot write " << path;
-  }
-}
-
-// Serves this process's metrics when --metrics_port is given (0 = any),
-// writing the bound port to --metrics_port_file when given.
-std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
-                                                 const std::string& host) {
-  if (!flags.Has("metrics_port")) return nullptr;
-  auto server =
-      MetricsServer::Start(host, IntFlagOrExit(flags, "metrics_port", 0));
-  if (!server.ok()) {
-    SAMPAN_LOG(ERROR) << server.status().message();
-    std::exit(1);
-  }
-  SAMPAN_LOG(INFO) << "metrics on http://" << host << ":" << (*server)->port()
-                   << "/metrics";
-  if (flags.Has("metrics_port_file")) {
-    WritePortFile(flags.Get("metrics_port_file"), (*server)->port());
-  }
-  return std::move(*server);
 }
 
 int CoordinatorMain(int argc, char** argv) {
@@ -420,49 +338,6 @@ int RunMain(int argc, char** argv) {
         absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
   }
   return RunLocalJob(*config, resume);
-}
-
-int ServeMain(int argc, char** argv) {
-  BlockTerminationSignals();
-  SetLogRole("serve");
-  if (argc < 3 || absl::StartsWith(argv[2], "--")) {
-    return ConfigError(absl::InvalidArgumentError(
-        "usage: sampan serve JOB.yaml [--port=P] [--port_file=F] ..."));
-  }
-  absl::StatusOr<Flags> flags =
-      Flags::Parse(argc, argv, 3,
-                   {"port", "port_file", "host", "model", "version",
-                    "metrics_port", "metrics_port_file", "ready_file"});
-  if (!flags.ok()) return ConfigError(flags.status());
-  absl::StatusOr<JobConfig> config = LoadAnyConfig(argv[2]);
-  if (!config.ok()) return ConfigError(config.status());
-  if (flags->Has("host"))
-    config->mutable_cluster()->set_host(flags->Get("host"));
-  if (flags->Has("model"))
-    config->mutable_serving()->set_model(flags->Get("model"));
-  config->mutable_serving()->set_version(
-      IntFlagOrExit(*flags, "version", config->serving().version()));
-  PredictService service(ServingOptionsFromJob(*config));
-  ServeOptions options;
-  options.host = config->cluster().host();
-  options.port = IntFlagOrExit(*flags, "port", config->serving().port());
-  options.port_file = flags->Get("port_file");
-  options.ready_file = flags->Get("ready_file");
-  options.credentials = ServerCredentialsOrExit(*config);
-  options.tick = absl::Milliseconds(200);
-  // Handler threads outlive their calls, and with them each thread's
-  // scoring scratch (serving/request_batch.cc); gRPC's default of 2 made
-  // every call beyond two concurrent ones start a thread (bench/RESULTS.md).
-  options.max_idle_threads = 64;
-  options.ready = [&service] { return service.ready(); };
-  options.on_started = [&service](const std::string&) {
-    service.Start();
-    return absl::OkStatus();
-  };
-  auto metrics = MaybeStartMetrics(*flags, options.host);
-  absl::Status s = ServeUntilSignal(&service, options);
-  service.Stop();
-  return s.ok() ? 0 : Fail(s);
 }
 
 int PredictMain(int argc, char** argv) {

@@ -1,5 +1,6 @@
 #include "common/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cfloat>
 #include <cmath>
@@ -506,6 +507,7 @@ JobConfig DefaultJobConfig() {
   serving->set_max_examples_per_request(1000);
   serving->set_max_line_bytes(1 << 16);
   serving->set_memory_budget_mb(256);
+  serving->set_lookup_deadline_seconds(1);
   config.set_output_dir("/tmp/sampan-job");
   config.set_progress_interval_seconds(2);
   config.mutable_checkpoint()->set_keep(3);
@@ -640,9 +642,39 @@ absl::Status ValidateSplit(const JobConfig& config) {
                               "; use BY_LINE_RANGE"));
 }
 
+absl::Status ValidateShardAddresses(const ServingConfig& s) {
+  if (s.shard_addresses_size() != 0 &&
+      uint32_t(s.shard_addresses_size()) != std::max(1u, s.shards())) {
+    return Invalid(
+        "serving.shard_addresses",
+        absl::StrCat("expected one per shard (serving.shards: ", s.shards(),
+                     "), got ", s.shard_addresses_size()));
+  }
+  for (int i = 0; i < s.shard_addresses_size(); ++i) {
+    const std::string& a = s.shard_addresses(i);
+    const size_t colon = a.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(a.substr(colon + 1), &port) || port < 1 ||
+        port > 65535) {
+      return Invalid(absl::StrCat("serving.shard_addresses[", i, "]"),
+                     absl::StrCat("expected host:port, got \"", a, "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateServing(const JobConfig& config) {
   const ServingConfig& s = config.serving();
+  const TableConfig& table = config.table();
   return FirstError({
+      s.shards() > std::max(1u, table.num_shards())
+          ? Invalid("serving.shards",
+                    absl::StrCat("must be at most table.num_shards (",
+                                 table.num_shards(), "), got ", s.shards()))
+          : absl::OkStatus(),
+      ValidateShardAddresses(s),
+      Positive("serving.lookup_deadline_seconds", s.lookup_deadline_seconds()),
       s.enabled() && config.data().stream().root().empty()
           ? Invalid("serving.enabled",
                     "needs data.stream: a batch job publishes no model "

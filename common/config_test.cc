@@ -150,6 +150,26 @@ TEST(ConfigTest, ServingLimits) {
   EXPECT_EQ(ParseError("serving: {store_dir: /s, memory_budget_mb: 64}\n"), "");
 }
 
+TEST(ConfigTest, ShardedServing) {
+  EXPECT_EQ(ParseError("table: {num_shards: 8}\nserving: {shards: 9}\n"),
+            "job.yaml: serving.shards: must be at most table.num_shards (8), "
+            "got 9");
+  EXPECT_EQ(ParseError("table: {num_shards: 8}\n"
+                       "serving: {shards: 2, shard_addresses: [a:1]}\n"),
+            "job.yaml: serving.shard_addresses: expected one per shard "
+            "(serving.shards: 2), got 1");
+  EXPECT_EQ(ParseError("table: {num_shards: 8}\n"
+                       "serving: {shards: 2, shard_addresses: [a:1, b]}\n"),
+            "job.yaml: serving.shard_addresses[1]: expected host:port, got "
+            "\"b\"");
+  EXPECT_EQ(ParseError("serving: {lookup_deadline_seconds: 0}\n"),
+            "job.yaml: serving.lookup_deadline_seconds: must be > 0, got 0");
+  EXPECT_EQ(ParseError("table: {num_shards: 8}\n"
+                       "serving: {shards: 2, shard_addresses: [a:1, b:2], "
+                       "lookup_deadline_seconds: 0.5}\n"),
+            "");
+}
+
 // Checkpoints snapshot RocksDB; a memory table is refused before anything
 // starts, and so are settings that cannot work.
 TEST(ConfigTest, CheckpointNeedsRocksDb) {

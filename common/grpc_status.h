@@ -1,5 +1,5 @@
-// gRPC status -> absl::Status at the edge of every client, keeping the code
-// (their numbering is the same) and prefixing where the call went, so an error
+// gRPC status <-> absl::Status at the edges: a client's keeps the code
+// (their numbering is the same) and prefixes where the call went, so an error
 // read in a log names the RPC and the peer.
 #ifndef SAMPAN_COMMON_GRPC_STATUS_H_
 #define SAMPAN_COMMON_GRPC_STATUS_H_
@@ -18,6 +18,13 @@ inline absl::Status GrpcToStatus(const grpc::Status& status,
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       absl::StrCat(where, ": ", status.error_message()));
+}
+
+// absl::Status -> gRPC status at the edge of every server: same code and
+// message.
+inline grpc::Status StatusToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
 }
 
 }  // namespace sampan

@@ -112,6 +112,7 @@ absl::StatusOr<uint64_t> ModelFollower::Wanted(bool* fixed) const {
   *fixed = IsFixedModelDir(options_.model);
   if (*fixed) return 0;
   if (options_.version > 0) return options_.version;
+  if (options_.wanted) return options_.wanted();
   absl::StatusOr<uint64_t> latest = LatestVersion(options_.model);
   if (absl::IsNotFound(latest.status())) return 0;  // nothing published yet
   return latest;
@@ -123,7 +124,10 @@ absl::Status ModelFollower::Refresh() {
   bool fixed = false;
   absl::StatusOr<uint64_t> wanted = Wanted(&fixed);
   if (!wanted.ok()) {
-    if (options_.on_load) options_.on_load(wanted.status(), nullptr);
+    if (options_.on_load &&
+        !(options_.wanted && absl::IsUnavailable(wanted.status()))) {
+      options_.on_load(wanted.status(), nullptr);
+    }
     return wanted.status();
   }
   if (fixed ? served != nullptr
@@ -141,6 +145,11 @@ absl::Status ModelFollower::Refresh() {
   if (status.ok() && served != nullptr) {
     status = SameModel(*served->scoring, *(*next)->scoring);
     if (!status.ok() && options_.forget_rows) options_.forget_rows();
+  }
+  if (!status.ok() && options_.bring_rows && absl::IsUnavailable(status)) {
+    SAMPAN_LOG(WARNING) << "serve: cannot load " << dir
+                        << " yet: " << status.message() << "; retrying";
+    return status;  // passing (a shard unreachable): not refused
   }
   if (!status.ok()) {
     refused_ = *wanted;

@@ -60,6 +60,12 @@ struct FollowOptions {
   // Called when a version whose rows bring_rows brought is refused after
   // all (another model), so that it is not built on.
   std::function<void()> forget_rows;
+  // With a versions root: the version to serve now, instead of LATEST (a
+  // front end: the newest version every lookup shard holds). Unavailable
+  // (a shard unreachable) keeps the version served, is retried at the next
+  // check and is not counted as a refused version; so is an Unavailable
+  // error of bring_rows.
+  std::function<absl::StatusOr<uint64_t>()> wanted;
   // Called with every load's outcome (metrics): OK after a swap, the error
   // of a refused version.
   std::function<void(const absl::Status&, const ServedModel*)> on_load;

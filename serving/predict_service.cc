@@ -1,21 +1,13 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "serving/request_batch.h"
 #include "serving/serving.h"
 #include "serving/serving_metrics.h"
 #include "trainer/model_version.h"
 
 namespace sampan {
-namespace {
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
-                      std::string(s.message()));
-}
-
-}  // namespace
-
 ServingOptions ServingOptionsFromJob(const JobConfig& config) {
   const ServingConfig& s = config.serving();
   ServingOptions o;
@@ -26,6 +18,10 @@ ServingOptions ServingOptionsFromJob(const JobConfig& config) {
   o.max_line_bytes = s.max_line_bytes();
   o.store_dir = s.store_dir();
   o.memory_budget_bytes = s.memory_budget_mb() << 20;
+  o.shard_addresses.assign(s.shard_addresses().begin(),
+                           s.shard_addresses().end());
+  o.table_shards = std::max(1u, config.table().num_shards());
+  o.lookup_deadline = absl::Seconds(s.lookup_deadline_seconds());
   return o;
 }
 
@@ -36,7 +32,22 @@ FollowOptions PredictService::FollowOptionsOf(const ServingOptions& options) {
   f.poll = options.poll;
   f.on_load = RecordLoad;
   f.on_tick = [this](const ServedModel* served) { Tick(served); };
-  if (!options.store_dir.empty()) {
+  if (!options.shard_addresses.empty()) {
+    ShardClientOptions o;
+    o.addresses = options.shard_addresses;
+    o.table_shards = options.table_shards;
+    o.deadline = options.lookup_deadline;
+    o.credentials = options.shard_credentials;
+    shards_ = std::make_shared<ShardClients>(o);
+    f.wanted = [this] { return shards_->CommonVersion(); };
+    f.bring_rows = [this](const std::vector<ChainMember>& chain)
+        -> absl::StatusOr<std::shared_ptr<const RowSource>> {
+      // Reachable shards, and the width of their rows.
+      absl::StatusOr<uint64_t> common = shards_->CommonVersion();
+      if (!common.ok()) return common.status();
+      return shards_->RowsOf(chain.back().version.version());
+    };
+  } else if (!options.store_dir.empty()) {
     f.bring_rows = [this](const std::vector<ChainMember>& chain) {
       return BringRows(chain);
     };
@@ -97,7 +108,7 @@ grpc::Status PredictService::Handle(const serving::PredictRequest& request,
   limits.max_line_bytes = options_.max_line_bytes;
   absl::Status s =
       ScoreRequest(request, *served->scoring, limits, response, hits, misses);
-  if (!s.ok()) return ToGrpc(s);
+  if (!s.ok()) return StatusToGrpc(s);
   response->set_version(served->version);
   response->set_pass_name(served->pass);
   return grpc::Status::OK;

@@ -14,6 +14,10 @@
 //   - With a store (store_dir), rows are read from RocksDB through the
 //     snapshot of the call's version (serving/row_store.h), with the same
 //     promises; a store's I/O error fails the call with UNAVAILABLE.
+//   - As a front end of lookup shards (shard_addresses), it serves the
+//     newest version every shard holds, gathers each call's rows from the
+//     shards in parallel (serving/shard_client.h), and a call whose shard is
+//     down or stopped fails within the lookup deadline with UNAVAILABLE.
 //   - A malformed request fails alone, with INVALID_ARGUMENT naming the
 //     example and the field; before any version is loaded calls fail with
 //     UNAVAILABLE.
@@ -25,6 +29,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -32,6 +37,7 @@
 #include "proto/serving.grpc.pb.h"
 #include "serving/model_follower.h"
 #include "serving/row_store.h"
+#include "serving/shard_client.h"
 
 namespace sampan {
 
@@ -51,6 +57,16 @@ struct ServingOptions {
   std::string store_dir;
   // The store's memory (VersionStoreOptions::memory_budget_bytes).
   uint64_t memory_budget_bytes = 256ull << 20;
+  // A predictor front end of sharded serving: the lookup shards' host:port
+  // (serving/shard_client.h); rows are gathered from them and none are kept
+  // here. Empty = rows here (memory or store_dir).
+  std::vector<std::string> shard_addresses;
+  // table.num_shards, the training shard map the shards split rows by.
+  uint32_t table_shards = 1;
+  // Of each Lookup RPC to a shard.
+  absl::Duration lookup_deadline = absl::Seconds(1);
+  // For the channels to the shards; null = plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> shard_credentials;
 };
 
 // The job's serving: section; serving.model defaults to
@@ -97,6 +113,8 @@ class PredictService final : public serving::Predictor::Service {
   // time); `store_open_` publishes it to Tick once open, never reset.
   std::unique_ptr<VersionStore> store_;
   std::atomic<VersionStore*> store_open_{nullptr};
+  // A front end's lookup shards; null otherwise.
+  std::shared_ptr<ShardClients> shards_;
   ModelFollower follower_;
 };
 

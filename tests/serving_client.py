@@ -7,6 +7,9 @@ usage: serving_client.py GEN_DIR ADDRESS health
          prints "version V pass P" then one probability per line of
          DATA_FILE (sent 200 lines a call), and checks that a malformed call
          is answered INVALID_ARGUMENT naming the example
+       serving_client.py GEN_DIR ADDRESS probe DATA_FILE
+         one Predict of DATA_FILE's first 50 lines (client deadline 30 s);
+         prints "CODE SECONDS VERSION" (VERSION 0 on an error)
 """
 import sys
 
@@ -28,6 +31,21 @@ if command == "health":
     reply = check(b"", timeout=10)
     status = reply[1] if len(reply) >= 2 and reply[0] == 0x08 else 0
     print({1: "SERVING", 2: "NOT_SERVING"}.get(status, "UNKNOWN"))
+    sys.exit(0)
+
+if command == "probe":
+    import time
+    stub = serving_pb2_grpc.PredictorStub(channel)
+    with open(sys.argv[4]) as f:
+        lines = [line.rstrip("\n") for line in f][:50]
+    start = time.monotonic()
+    try:
+        reply = stub.Predict(serving_pb2.PredictRequest(lines=lines),
+                             timeout=30)
+        code, version = "OK", reply.version
+    except grpc.RpcError as e:
+        code, version = e.code().name, 0
+    print("%s %.3f %d" % (code, time.monotonic() - start, version))
     sys.exit(0)
 
 assert command == "predict", command

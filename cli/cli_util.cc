@@ -1,0 +1,101 @@
+#include "cli/cli_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/security.h"
+#include "google/protobuf/text_format.h"
+
+namespace sampan {
+
+int ConfigError(const absl::Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  return kExitConfigError;
+}
+
+// YAML for people; the text proto that `sampan run` resolves for children.
+absl::StatusOr<JobConfig> LoadAnyConfig(const std::string& path) {
+  if (!absl::EndsWith(path, ".pbtxt")) return LoadJobConfig(path);
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  JobConfig config;
+  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &config)) {
+    return absl::InvalidArgumentError(path + ": not a valid JobConfig");
+  }
+  absl::Status s = ValidateJobConfig(config);
+  if (!s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  return config;
+}
+
+int64_t IntFlagOrExit(const Flags& flags, const std::string& name,
+                      int64_t def) {
+  absl::StatusOr<int64_t> v = flags.GetInt(name, def);
+  if (!v.ok()) std::exit(ConfigError(v.status()));
+  return *v;
+}
+
+int Fail(const absl::Status& status) {
+  SAMPAN_LOG(ERROR) << status.message();
+  return 1;
+}
+
+// Server and channel credentials from the job's cluster.security; a bad
+// setting is a config error (exit status 2) before anything starts.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentialsOrExit(
+    const JobConfig& config) {
+  auto creds = MakeServerCredentials(SecurityOptionsFromJob(config),
+                                     config.cluster().host());
+  if (!creds.ok()) std::exit(ConfigError(creds.status()));
+  return *creds;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
+    const JobConfig& config) {
+  auto creds = MakeChannelCredentials(SecurityOptionsFromJob(config));
+  if (!creds.ok()) std::exit(ConfigError(creds.status()));
+  return *creds;
+}
+
+// Writes `port` to `path` atomically (by rename): readers never see a
+// partial number.
+void WritePortFile(const std::string& path, int port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    SAMPAN_LOG(WARNING) << "cannot write " << path;
+  }
+}
+
+// Serves this process's metrics when --metrics_port is given (0 = any),
+// writing the bound port to --metrics_port_file when given.
+std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
+                                                 const std::string& host) {
+  if (!flags.Has("metrics_port")) return nullptr;
+  auto server =
+      MetricsServer::Start(host, IntFlagOrExit(flags, "metrics_port", 0));
+  if (!server.ok()) {
+    SAMPAN_LOG(ERROR) << server.status().message();
+    std::exit(1);
+  }
+  SAMPAN_LOG(INFO) << "metrics on http://" << host << ":" << (*server)->port()
+                   << "/metrics";
+  if (flags.Has("metrics_port_file")) {
+    WritePortFile(flags.Get("metrics_port_file"), (*server)->port());
+  }
+  return std::move(*server);
+}
+
+}  // namespace sampan

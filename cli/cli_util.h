@@ -1,0 +1,58 @@
+// What every `sampan` subcommand shares: config errors as exit status 2,
+// loading a job config, integer flags, credentials and the metrics server.
+#ifndef SAMPAN_CLI_CLI_UTIL_H_
+#define SAMPAN_CLI_CLI_UTIL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/flags.h"
+#include "common/metrics.h"
+#include "proto/job.pb.h"
+
+namespace sampan {
+
+// The exit status of a bad config or command line.
+inline constexpr int kExitConfigError = 2;
+
+// Prints "error: <message>" and returns kExitConfigError.
+int ConfigError(const absl::Status& status);
+
+// YAML for people; the text proto that `sampan run` resolves for children.
+// Validated either way.
+absl::StatusOr<JobConfig> LoadAnyConfig(const std::string& path);
+
+// Flag `name` as an integer (`def` when absent); exits with status 2 when
+// it is not one.
+int64_t IntFlagOrExit(const Flags& flags, const std::string& name, int64_t def);
+
+// Logs `status` and returns 1.
+int Fail(const absl::Status& status);
+
+// Server and channel credentials from the job's cluster.security; a bad
+// setting is a config error (exit status 2) before anything starts.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentialsOrExit(
+    const JobConfig& config);
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
+    const JobConfig& config);
+
+// Writes `port` to `path` atomically (by rename).
+void WritePortFile(const std::string& path, int port);
+
+// Serves this process's metrics when --metrics_port is given (0 = any),
+// writing the bound port to --metrics_port_file when given; null otherwise.
+std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
+                                                 const std::string& host);
+
+// `sampan serve`: one process with every row (the default), a lookup shard
+// (--role=lookup --shard=I) or a predictor front end (--role=predictor).
+int ServeMain(int argc, char** argv);
+
+}  // namespace sampan
+
+#endif  // SAMPAN_CLI_CLI_UTIL_H_
