@@ -53,6 +53,11 @@ struct Ctx {
   }
 };
 
+// serving.shards > 1: lookup shards and predictor front ends.
+bool Sharded(const Ctx& c) {
+  return c.job.serving().enabled() && c.job.serving().shards() > 1;
+}
+
 Yaml Labels(const Ctx& c, const std::string& component) {
   return Yaml::Map({{"app.kubernetes.io/name", "sampan"},
                     {"app.kubernetes.io/instance", c.name},
@@ -77,7 +82,7 @@ Yaml EnvField(const std::string& name, const std::string& path) {
 Yaml Env(const Ctx& c, const std::string& component) {
   Yaml env = Yaml::List({EnvField("POD_IP", "status.podIP"),
                          EnvField("POD_NAME", "metadata.name")});
-  if (component == "pserver") {
+  if (component == "pserver" || component == "lookup") {
     env.Add(EnvField("SAMPAN_INDEX",
                      "metadata.labels['apps.kubernetes.io/pod-index']"));
   }
@@ -160,12 +165,18 @@ Yaml Mounts(const Ctx& c, const std::string& component,
 
 // The flags of `sampan <component>`; $(VAR)s are expanded by the kubelet.
 Yaml Args(const Ctx& c, const std::string& component) {
-  // `sampan serve JOB.yaml`: a predictor follows the job's versions.
+  // `sampan serve JOB.yaml`: predictors (and lookup shards) follow the
+  // job's versions.
+  const bool serve = component == "serving" || component == "lookup";
   Yaml a =
-      component == "serving"
-          ? Yaml::List({"serve", kConfigPath,
-                        absl::StrCat("--ready_file=", kServingReady)})
-          : Yaml::List({component, absl::StrCat("--config=", kConfigPath)});
+      serve ? Yaml::List({"serve", kConfigPath,
+                          absl::StrCat("--ready_file=", kServingReady)})
+            : Yaml::List({component, absl::StrCat("--config=", kConfigPath)});
+  if (component == "serving" && Sharded(c)) a.Add("--role=predictor");
+  if (component == "lookup") {
+    a.Add("--role=lookup");
+    a.Add("--shard=$(SAMPAN_INDEX)");
+  }
   if (component == "pserver") a.Add("--index=$(SAMPAN_INDEX)");
   if (component == "trainer") a.Add("--rank=$(SAMPAN_RANK)");
   // A replacement trainer pod resumes at its position in the newest
@@ -173,7 +184,7 @@ Yaml Args(const Ctx& c, const std::string& component) {
   if (component == "trainer" && c.checkpoints.shared) {
     a.Add("--checkpoint=latest");
   }
-  if (component != "coordinator" && component != "serving") {
+  if (component != "coordinator" && !serve) {
     a.Add(absl::StrCat("--coordinator=", c.Coordinator()));
   }
   a.Add("--host=$(POD_IP)");
@@ -400,9 +411,9 @@ std::string TrainerObjects(const Ctx& c) {
 // creates only then: the kubelet's gRPC probe cannot speak TLS); alive while
 // the port answers, so a job that has published nothing yet is not
 // restarted.
-std::string ServingObjects(const Ctx& c) {
-  Yaml container = Container(c, "serving", c.k8s.serving(), "work");
-  container.Set(
+// The probes of predictors and lookup shards.
+void SetServingProbes(const Ctx& c, Yaml* container) {
+  container->Set(
       "readinessProbe",
       Yaml::Map(
           {{"exec", Yaml::Map({{"command",
@@ -410,12 +421,60 @@ std::string ServingObjects(const Ctx& c) {
            {"initialDelaySeconds", 2},
            {"periodSeconds", 5},
            {"failureThreshold", 2}}));
-  container.Set(
+  container->Set(
       "livenessProbe",
       Yaml::Map({{"tcpSocket", Yaml::Map({{"port", c.k8s.grpc_port()}})},
                  {"initialDelaySeconds", 10},
                  {"periodSeconds", 10},
                  {"failureThreshold", 6}}));
+}
+
+// serving.shards > 1: lookup shard i holds the rows of its training shards
+// in a RocksDB store on its own volume (under the work directory) and
+// answers the predictors' Lookup calls; the predictors find shard i at
+// <name>-lookup-<i>.<name>-lookup (the rendered job's
+// serving.shard_addresses), a stable DNS name for the certificate.
+std::string LookupObjects(const Ctx& c) {
+  Yaml container = Container(c, "lookup", c.k8s.lookup(), "store");
+  SetServingProbes(c, &container);
+  Yaml claim_spec = Yaml::Map(
+      {{"accessModes", Yaml::List({"ReadWriteOnce"})},
+       {"resources",
+        Yaml::Map({{"requests",
+                    Yaml::Map({{"storage", c.k8s.lookup_storage()}})}})}});
+  if (!c.k8s.storage_class().empty()) {
+    claim_spec.Set("storageClassName", c.k8s.storage_class());
+  }
+  Yaml statefulset = Yaml::Map(
+      {{"apiVersion", "apps/v1"},
+       {"kind", "StatefulSet"},
+       {"metadata", Metadata(c, c.name + "-lookup", "lookup")},
+       {"spec",
+        Yaml::Map(
+            {{"serviceName", c.name + "-lookup"},
+             {"replicas", c.job.serving().shards()},
+             {"podManagementPolicy", "Parallel"},
+             {"selector", Selector(c, "lookup")},
+             {"template",
+              PodTemplate(c, "lookup", std::move(container), false)},
+             {"volumeClaimTemplates",
+              Yaml::List({Yaml::Map(
+                  {{"metadata", Yaml::Map({{"name", "store"},
+                                           {"labels", Labels(c, "lookup")}})},
+                   {"spec", claim_spec}})})}})}});
+  // A shard's rows are served by it alone: one down at a time.
+  Yaml budget =
+      Yaml::Map({{"apiVersion", "policy/v1"},
+                 {"kind", "PodDisruptionBudget"},
+                 {"metadata", Metadata(c, c.name + "-lookup", "lookup")},
+                 {"spec", Yaml::Map({{"maxUnavailable", 1},
+                                     {"selector", Selector(c, "lookup")}})}});
+  return Documents({statefulset, Service(c, "lookup", true), budget});
+}
+
+std::string ServingObjects(const Ctx& c) {
+  Yaml container = Container(c, "serving", c.k8s.serving(), "work");
+  SetServingProbes(c, &container);
   Yaml deployment = Yaml::Map(
       {{"apiVersion", "apps/v1"},
        {"kind", "Deployment"},
@@ -432,7 +491,10 @@ std::string ServingObjects(const Ctx& c) {
                  {"metadata", Metadata(c, c.name + "-serving", "serving")},
                  {"spec", Yaml::Map({{"maxUnavailable", 1},
                                      {"selector", Selector(c, "serving")}})}});
-  return Documents({deployment, Service(c, "serving", false), budget});
+  std::string out =
+      Documents({deployment, Service(c, "serving", false), budget});
+  if (Sharded(c)) out += "---\n" + LookupObjects(c);
+  return out;
 }
 
 std::string PolicyObjects(const Ctx& c) {
@@ -533,6 +595,16 @@ JobConfig KubernetesJobConfig(const JobConfig& job) {
   if (!job.data().stream().root().empty()) {
     out.mutable_data()->mutable_stream()->set_versions_dir(shared +
                                                            "/versions");
+  }
+  // Predictors reach lookup shard i by its StatefulSet pod's DNS name.
+  if (job.serving().enabled() && job.serving().shards() > 1 && name.ok()) {
+    ServingConfig* s = out.mutable_serving();
+    s->clear_shard_addresses();
+    for (uint32_t i = 0; i < job.serving().shards(); ++i) {
+      s->add_shard_addresses(
+          absl::StrCat(*name, "-lookup-", i, ".", *name,
+                       "-lookup:", job.kubernetes().grpc_port()));
+    }
   }
   if (!job.kubernetes().tls_secret().empty()) {
     // The Secret's files, mounted at kTlsDir (see Volumes).

@@ -396,6 +396,10 @@ absl::Status ValidateKubernetes(const KubernetesConfig& k) {
       ValidateResources("kubernetes.pserver", k.pserver()),
       ValidateResources("kubernetes.trainer", k.trainer()),
       ValidateResources("kubernetes.serving", k.serving()),
+      ValidateResources("kubernetes.lookup", k.lookup()),
+      IsQuantity(k.lookup_storage())
+          ? absl::OkStatus()
+          : Invalid("kubernetes.lookup_storage", "not a Kubernetes quantity"),
       AtLeast("kubernetes.serving_replicas", k.serving_replicas(), 1),
       IsQuantity(k.pserver_storage())
           ? absl::OkStatus()
@@ -521,6 +525,7 @@ JobConfig DefaultJobConfig() {
   k8s->set_metrics_port(9090);
   k8s->set_data_mount_path("/data");
   k8s->set_serving_replicas(2);
+  k8s->set_lookup_storage("10Gi");
   return config;
 }
 

@@ -113,6 +113,40 @@ trainer = by[("Job", "stream-ctr-trainer")]["spec"]["template"]["spec"]["contain
 assert "/var/lib/sampan-checkpoints" in {m["mountPath"] for m in trainer["volumeMounts"]}
 PY
 
+# 1d. Sharded serving (serving.shards: 2): a lookup StatefulSet whose pods
+# keep their stores on their own volumes and mount the shared versions;
+# predictors run --role=predictor and reach each shard by its pod's DNS name.
+sed 's/^serving: {enabled: true, poll_seconds: 10}$/serving: {enabled: true, poll_seconds: 10, shards: 2}/' \
+  "$RUNFILES/configs/k8s-stream.yaml" > "$TMP/k8s-sharded.yaml"
+if "$SAMPAN" render "$TMP/k8s-sharded.yaml" --target=k8s -o "$TMP/k8s-sharded" > /dev/null &&
+   kubectl kustomize "$TMP/k8s-sharded" > "$TMP/k8s-sharded.objects.yaml"; then
+  out=$(validate "$TMP/k8s-sharded.objects.yaml") && pass "k8s-sharded: $out" || fail "k8s-sharded: $out"
+  python3 - "$TMP/k8s-sharded.objects.yaml" <<'PY' && pass "k8s-sharded: lookup shards and predictors wired" || fail "k8s-sharded serving objects"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+sts = by[("StatefulSet", "stream-ctr-lookup")]
+assert sts["spec"]["replicas"] == 2 and sts["spec"]["serviceName"] == "stream-ctr-lookup"
+c = sts["spec"]["template"]["spec"]["containers"][0]
+assert c["args"][:5] == ["serve", "/etc/sampan/job.yaml",
+                         "--ready_file=/var/lib/sampan/serving.ready",
+                         "--role=lookup", "--shard=$(SAMPAN_INDEX)"], c["args"]
+assert not any(a.startswith("--coordinator") for a in c["args"]), c["args"]
+mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+assert mounts["/var/lib/sampan"] == "store" and "/var/lib/sampan-checkpoints" in mounts, mounts
+assert sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "10Gi"
+assert by[("Service", "stream-ctr-lookup")]["spec"]["clusterIP"] == "None"
+pred = by[("Deployment", "stream-ctr-serving")]["spec"]["template"]["spec"]["containers"][0]
+assert "--role=predictor" in pred["args"], pred["args"]
+job = yaml.safe_load([d for d in docs if d["kind"] == "ConfigMap"][0]["data"]["job.yaml"])
+assert job["serving"]["shard_addresses"] == [
+    "stream-ctr-lookup-0.stream-ctr-lookup:7000",
+    "stream-ctr-lookup-1.stream-ctr-lookup:7000"], job["serving"]
+PY
+else
+  fail "render or kustomize k8s-sharded"
+fi
+
 # 2. deploy/: base and overlays; the base is current.
 "$SAMPAN" render "$RUNFILES/configs/k8s-demo.yaml" --target=k8s -o "$TMP/base-now" > /dev/null
 diff -r "$RUNFILES/deploy/base" "$TMP/base-now" > "$TMP/base.diff" \
