@@ -356,35 +356,44 @@ std::string CoordinatorObjects(const Ctx& c) {
   return Documents({deployment, Service(c, "coordinator", false)});
 }
 
-std::string PserverObjects(const Ctx& c) {
+// A StatefulSet of `replicas` pods of `component`, all started at once (each
+// index owns fixed shards), each with a ReadWriteOnce volume of `storage`
+// mounted as its working directory (the volume `volume`).
+Yaml IndexedStatefulSet(const Ctx& c, const std::string& component,
+                        uint32_t replicas, Yaml container,
+                        const std::string& volume, const std::string& storage) {
   Yaml claim_spec = Yaml::Map(
       {{"accessModes", Yaml::List({"ReadWriteOnce"})},
        {"resources",
-        Yaml::Map({{"requests",
-                    Yaml::Map({{"storage", c.k8s.pserver_storage()}})}})}});
+        Yaml::Map({{"requests", Yaml::Map({{"storage", storage}})}})}});
   if (!c.k8s.storage_class().empty()) {
     claim_spec.Set("storageClassName", c.k8s.storage_class());
   }
-  Yaml statefulset = Yaml::Map(
+  const std::string name = absl::StrCat(c.name, "-", component);
+  return Yaml::Map(
       {{"apiVersion", "apps/v1"},
        {"kind", "StatefulSet"},
-       {"metadata", Metadata(c, c.name + "-pserver", "pserver")},
+       {"metadata", Metadata(c, name, component)},
        {"spec",
         Yaml::Map(
-            {{"serviceName", c.name + "-pserver"},
-             {"replicas", c.job.cluster().num_pservers()},
-             // Shards are fixed per index; all start at once.
+            {{"serviceName", name},
+             {"replicas", replicas},
              {"podManagementPolicy", "Parallel"},
-             {"selector", Selector(c, "pserver")},
+             {"selector", Selector(c, component)},
              {"template",
-              PodTemplate(c, "pserver",
-                          Container(c, "pserver", c.k8s.pserver(), "tables"),
-                          false)},
+              PodTemplate(c, component, std::move(container), false)},
              {"volumeClaimTemplates",
               Yaml::List({Yaml::Map(
-                  {{"metadata", Yaml::Map({{"name", "tables"},
-                                           {"labels", Labels(c, "pserver")}})},
+                  {{"metadata", Yaml::Map({{"name", volume},
+                                           {"labels", Labels(c, component)}})},
                    {"spec", claim_spec}})})}})}});
+}
+
+std::string PserverObjects(const Ctx& c) {
+  Yaml statefulset =
+      IndexedStatefulSet(c, "pserver", c.job.cluster().num_pservers(),
+                         Container(c, "pserver", c.k8s.pserver(), "tables"),
+                         "tables", c.k8s.pserver_storage());
   return Documents({statefulset, Service(c, "pserver", true)});
 }
 
@@ -437,31 +446,9 @@ void SetServingProbes(const Ctx& c, Yaml* container) {
 std::string LookupObjects(const Ctx& c) {
   Yaml container = Container(c, "lookup", c.k8s.lookup(), "store");
   SetServingProbes(c, &container);
-  Yaml claim_spec = Yaml::Map(
-      {{"accessModes", Yaml::List({"ReadWriteOnce"})},
-       {"resources",
-        Yaml::Map({{"requests",
-                    Yaml::Map({{"storage", c.k8s.lookup_storage()}})}})}});
-  if (!c.k8s.storage_class().empty()) {
-    claim_spec.Set("storageClassName", c.k8s.storage_class());
-  }
-  Yaml statefulset = Yaml::Map(
-      {{"apiVersion", "apps/v1"},
-       {"kind", "StatefulSet"},
-       {"metadata", Metadata(c, c.name + "-lookup", "lookup")},
-       {"spec",
-        Yaml::Map(
-            {{"serviceName", c.name + "-lookup"},
-             {"replicas", c.job.serving().shards()},
-             {"podManagementPolicy", "Parallel"},
-             {"selector", Selector(c, "lookup")},
-             {"template",
-              PodTemplate(c, "lookup", std::move(container), false)},
-             {"volumeClaimTemplates",
-              Yaml::List({Yaml::Map(
-                  {{"metadata", Yaml::Map({{"name", "store"},
-                                           {"labels", Labels(c, "lookup")}})},
-                   {"spec", claim_spec}})})}})}});
+  Yaml statefulset =
+      IndexedStatefulSet(c, "lookup", c.job.serving().shards(),
+                         std::move(container), "store", c.k8s.lookup_storage());
   // A shard's rows are served by it alone: one down at a time.
   Yaml budget =
       Yaml::Map({{"apiVersion", "policy/v1"},
