@@ -102,8 +102,8 @@ int Run(const Flags& flags) {
     table = std::move(*made);
   } else {
     PsClientOptions o;
-    o.pserver_addresses = absl::StrSplit(flags.Get("pservers"), ',');
-    o.num_shards = shards;
+    o.shard_map =
+        InitialShardMap(shards, absl::StrSplit(flags.Get("pservers"), ','));
     o.row_dim = dim;
     o.writer_id = std::random_device{}();
     client = PsClient::Create(o);

@@ -48,8 +48,9 @@ struct Child {
   bool exited = false;
   int status = 0;
   std::vector<std::string> args;  // as passed to `sampan`
-  // A pserver whose table is durable comes back on the same port after a
-  // crash (its clients retry meanwhile); a trainer of a job that takes
+  // A pserver whose table is durable comes back after a crash on a new port
+  // (its clients retry meanwhile and follow the coordinator's shard map to
+  // it); serving comes back on its port; a trainer of a job that takes
   // checkpoints comes back at its checkpointed data position. <= 0 means
   // never restarted.
   int restarts_left = 0;
@@ -289,24 +290,35 @@ class Launcher {
     child.exited = false;
   }
 
-  // Brings a crashed durable pserver back on its old port, so the address
-  // its clients hold stays valid; they retry until it answers. Returns false
-  // when the child may not be restarted.
+  // Brings a crashed durable pserver back on a new port, as a rescheduled
+  // pod comes back at a new address: it registers it with the coordinator,
+  // whose shard map its clients follow (trainer/client/routes.h) while they
+  // retry. Serving comes back on its port, which its users hold. Returns
+  // false when the child may not be restarted.
   bool Restart(Child& c) {
     if (stopping_ || c.restarts_left <= 0) return false;
     if (c.is_trainer) return RestartTrainer(c);
-    std::ifstream in(c.port_file);
-    int port = 0;
-    if (!(in >> port) || port <= 0) return false;
+    const bool serve = c.name == "serve";
+    std::string where = "a new port";
+    if (serve) {
+      std::ifstream in(c.port_file);
+      int port = 0;
+      if (!(in >> port) || port <= 0) return false;
+      SetFlag(&c.args, "port", absl::StrCat(port));
+      where = absl::StrCat("port ", port);
+    } else {
+      SetFlag(&c.args, "port", "0");
+      std::remove(c.port_file.c_str());  // the new one reports its own
+    }
     --c.restarts_left;
-    SetFlag(&c.args, "port", absl::StrCat(port));
     std::cerr << "\n"
               << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
-              << "; restarting it on port " << port << " (" << c.restarts_left
+              << "; restarting it on " << where << " (" << c.restarts_left
               << " restarts left)"
-              << (c.name == "serve" ? "; it loads the newest version again\n"
-                                    : "; it recovers acknowledged pushes from "
-                                      "its RocksDB log\n");
+              << (serve ? "; it loads the newest version again\n"
+                        : "; it recovers acknowledged pushes from its RocksDB "
+                          "log, and its clients find it through the shard "
+                          "map\n");
     Launch(c, O_APPEND);
     ++(c.name == "serve" ? serve_restarts_ : restarts_);
     return true;

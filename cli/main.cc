@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/security.h"
+#include "common/shard_map.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
@@ -189,8 +190,12 @@ int PserverMain(int argc, char** argv) {
   auto metrics = MaybeStartMetrics(inv.flags, cluster.host());
   PserverOptions ps_options;
   ps_options.index = index;
-  ps_options.num_pservers = cluster.num_pservers();
   ps_options.num_shards = inv.config.table().num_shards();
+  // The job's first map. (Its shards do not move yet: issue 19.)
+  ps_options.owned_shards =
+      InitialShardMap(ps_options.num_shards,
+                      std::vector<std::string>(cluster.num_pservers()))
+          .ShardsOf(index);
   ps_options.num_workers = cluster.pserver_threads();
   // A memory table never waits on I/O: serve it on gRPC's threads.
   ps_options.run_inline = inv.config.table().backend() != ROCKSDB;

@@ -25,7 +25,8 @@ CoordinatorClient::CoordinatorClient(
           credentials ? credentials : grpc::InsecureChannelCredentials()))) {}
 
 absl::Status CoordinatorClient::Register(coord::Role role, int index,
-                                         const std::string& address) {
+                                         const std::string& address,
+                                         coord::RegisterResponse* response) {
   grpc::ClientContext context;
   // The coordinator may still be starting: wait for the channel to connect
   // rather than failing the first attempt.
@@ -36,8 +37,9 @@ absl::Status CoordinatorClient::Register(coord::Role role, int index,
   req.set_index(index);
   req.set_address(address);
   coord::RegisterResponse resp;
-  return GrpcToStatus(stub_->Register(&context, req, &resp),
-                      absl::StrCat("Register with coordinator ", address_));
+  return GrpcToStatus(
+      stub_->Register(&context, req, response ? response : &resp),
+      absl::StrCat("Register with coordinator ", address_));
 }
 
 absl::Status CoordinatorClient::Heartbeat(
@@ -72,6 +74,27 @@ absl::StatusOr<coord::ClusterSpec> CoordinatorClient::WaitClusterSpec() {
   grpc::Status s = stub_->GetClusterSpec(&context, req, &spec);
   if (!s.ok()) return GrpcToStatus(s, "GetClusterSpec");
   return spec;
+}
+
+absl::StatusOr<ShardMap> CoordinatorClient::GetShardMap() {
+  grpc::ClientContext context;
+  SetDeadline(&context, rpc_deadline_);
+  coord::ClusterSpec spec;
+  grpc::Status s =
+      stub_->GetClusterSpec(&context, coord::GetClusterSpecRequest(), &spec);
+  if (!s.ok()) {
+    return GrpcToStatus(s, absl::StrCat("GetClusterSpec from coordinator ",
+                                        address_, " (for the shard map)"));
+  }
+  return ToShardMap(spec.shard_map());
+}
+
+ShardMap CoordinatorClient::ToShardMap(const coord::ShardMap& map) {
+  ShardMap out;
+  out.version = map.version();
+  out.owner.assign(map.owner().begin(), map.owner().end());
+  out.addresses.assign(map.address().begin(), map.address().end());
+  return out;
 }
 
 absl::Status CoordinatorClient::Barrier(const std::string& name, int count,

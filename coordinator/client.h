@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "common/shard_map.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/coordinator.grpc.pb.h"
 
@@ -24,8 +25,9 @@ class CoordinatorClient {
       absl::Duration wait_timeout,
       std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
-  absl::Status Register(coord::Role role, int index,
-                        const std::string& address);
+  // Fills `response` (when not null): a trainer's writer id, for one.
+  absl::Status Register(coord::Role role, int index, const std::string& address,
+                        coord::RegisterResponse* response = nullptr);
   // Fills `response` (when not null) with what the coordinator asks for.
   absl::Status Heartbeat(const coord::HeartbeatRequest& request,
                          coord::HeartbeatResponse* response = nullptr);
@@ -34,6 +36,10 @@ class CoordinatorClient {
       const coord::CheckpointArriveRequest& request, absl::Duration timeout);
   // Waits until every pserver has registered.
   absl::StatusOr<coord::ClusterSpec> WaitClusterSpec();
+  // The coordinator's shard map as it is now (no wait): what a client that
+  // cannot reach a pserver, or was refused as routing by a stale map, asks
+  // for. A pserver not registered has an empty address.
+  absl::StatusOr<ShardMap> GetShardMap();
   absl::Status Barrier(const std::string& name, int count, int index);
   absl::Status KvPut(const std::string& key, const std::string& value);
   // Returns the value of `key`. With `wait`, waits up to `timeout` for the key
@@ -43,6 +49,8 @@ class CoordinatorClient {
   absl::StatusOr<coord::JobStatusResponse> JobStatus();
 
   const std::string& address() const { return address_; }
+
+  static ShardMap ToShardMap(const coord::ShardMap& map);
 
  private:
   std::string address_;

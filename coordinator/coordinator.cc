@@ -11,7 +11,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/shard_map.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/checkpointer.h"
+#include "coordinator/writer_ids.h"
 
 namespace sampan {
 namespace {
@@ -34,6 +37,10 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   explicit CoordinatorImpl(const JobConfig& config)
       : config_(config),
         start_(absl::Now()),
+        shard_map_(InitialShardMap(
+            config.table().num_shards(),
+            std::vector<std::string>(config.cluster().num_pservers()))),
+        writer_ids_(WriterIdsFile(config)),
         checkpointer_(Checkpointer::Create(
             config, [this] { return PserverAddresses(); })) {}
 
@@ -49,7 +56,25 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
           absl::StrCat("Register: index ", req->index(), " out of range [0, ",
                        limit, ") for role ", coord::Role_Name(req->role())));
     }
+    uint64_t writer_id = 0;
+    if (req->role() == coord::TRAINER) {
+      // Reserved before the slot changes: a failure leaves nothing half done.
+      absl::StatusOr<uint64_t> id = writer_ids_.Next();
+      if (!id.ok()) {
+        SAMPAN_LOG(ERROR) << "Register: trainer " << req->index() << ": "
+                          << id.status().message();
+        return Status(StatusCode::UNAVAILABLE,
+                      absl::StrCat("Register: ", id.status().message()));
+      }
+      writer_id = *id;
+    }
     absl::MutexLock lock(&mu_);
+    if (req->role() == coord::PSERVER &&
+        shard_map_.addresses[req->index()] != req->address()) {
+      shard_map_.addresses[req->index()] = req->address();
+      ++shard_map_.version;
+    }
+    resp->set_writer_id(writer_id);
     Slot& slot = members_[{req->role(), req->index()}];
     slot.member.set_role(req->role());
     slot.member.set_index(req->index());
@@ -59,7 +84,10 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     resp->set_incarnation(slot.member.incarnation());
     SAMPAN_LOG(INFO) << "registered " << coord::Role_Name(req->role()) << " "
                      << req->index() << " at '" << req->address()
-                     << "' incarnation " << slot.member.incarnation();
+                     << "' incarnation " << slot.member.incarnation()
+                     << (writer_id != 0 ? absl::StrCat(" writer ", writer_id)
+                                        : absl::StrCat(" shard map version ",
+                                                       shard_map_.version));
     return Status::OK;
   }
 
@@ -205,6 +233,20 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
       m->set_alive(age < config_.cluster().heartbeat_timeout_seconds());
     }
     spec->set_complete(spec->pservers_size() == spec->num_pservers());
+    coord::ShardMap* map = spec->mutable_shard_map();
+    map->set_version(shard_map_.version);
+    map->mutable_owner()->Add(shard_map_.owner.begin(), shard_map_.owner.end());
+    for (const std::string& a : shard_map_.addresses) map->add_address(a);
+  }
+
+  // Beside the checkpoints: on Kubernetes that is the job's shared volume,
+  // which outlives the coordinator's pod.
+  // A config with neither (tests' in-process coordinators) keeps no file.
+  static std::string WriterIdsFile(const JobConfig& config) {
+    if (config.output_dir().empty() && config.checkpoint().dir().empty()) {
+      return "";
+    }
+    return absl::StrCat(CheckpointRoot(config), "/coordinator/writer_ids");
   }
 
   const JobConfig config_;
@@ -213,6 +255,10 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   std::map<Key, Slot> members_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> kv_ ABSL_GUARDED_BY(mu_);
+  // The pservers' addresses and shard owners; the version moves on every
+  // change of either (common/shard_map.h).
+  ShardMap shard_map_ ABSL_GUARDED_BY(mu_);
+  WriterIds writer_ids_;  // its own lock
   // Declared last: its callback reads members_ under mu_.
   std::unique_ptr<Checkpointer> checkpointer_;
 };

@@ -11,6 +11,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/ps_wire.h"
+#include "common/shard_map.h"
 #include "pserver/disk_guard.h"
 #include "pserver/metrics.h"
 #include "pserver/worker_pool.h"
@@ -27,6 +28,14 @@ Status Invalid(const std::string& message) {
   return Status(StatusCode::INVALID_ARGUMENT, message);
 }
 
+std::vector<bool> Owned(const PserverOptions& options) {
+  std::vector<bool> owned(options.num_shards, options.owned_shards.empty());
+  for (uint32_t s : options.owned_shards) {
+    if (s < owned.size()) owned[s] = true;
+  }
+  return owned;
+}
+
 // Pull is a raw method: its response is built in place (common/ps_wire.h).
 class PserverImpl final : public Pserver,
                           public ps::SparseTable::WithRawCallbackMethod_Pull<
@@ -35,6 +44,7 @@ class PserverImpl final : public Pserver,
   PserverImpl(const PserverOptions& options,
               std::vector<std::unique_ptr<SparseTable>> tables)
       : options_(options),
+        owned_(Owned(options)),
         tables_(std::move(tables)),
         pull_pool_(options.num_workers, options.max_queued_requests, "ps-pull"),
         push_pool_(options.num_workers, options.max_queued_requests, "ps-push"),
@@ -150,8 +160,12 @@ class PserverImpl final : public Pserver,
                                Work work, absl::Time start = absl::Now(),
                                bool here = false) {
     ServerUnaryReactor* reactor = context->DefaultReactor();
-    auto run = [this, reactor, method, start, work] {
+    auto run = [this, context, reactor, method, start, work] {
       const Status status = work();
+      if (status.error_code() == StatusCode::ABORTED) {  // not our shard
+        context->AddTrailingMetadata(kShardMapVersionKey,
+                                     absl::StrCat(options_.shard_map_version));
+      }
       metrics_->Record(method, status, absl::Now() - start);
       reactor->Finish(status);
     };
@@ -352,9 +366,7 @@ class PserverImpl final : public Pserver,
     resp->set_memory_bytes(stats.memory_bytes);
     resp->set_num_shards(options_.num_shards);
     for (uint32_t s = 0; s < options_.num_shards; ++s) {
-      if (PserverOfShard(s, options_.num_pservers) == options_.index) {
-        resp->add_owned_shards(s);
-      }
+      if (owned_[s]) resp->add_owned_shards(s);
     }
     return Status::OK;
   }
@@ -393,11 +405,13 @@ class PserverImpl final : public Pserver,
     }
     for (uint64_t key : keys) {
       const uint32_t shard = ShardOf(key, options_.num_shards);
-      const uint32_t owner = PserverOfShard(shard, options_.num_pservers);
-      if (owner != options_.index) {
-        return Invalid(absl::StrCat(rpc, ": key ", key, " routes to shard ",
-                                    shard, " of pserver ", owner,
-                                    ", not pserver ", options_.index));
+      if (!owned_[shard]) {
+        // ABORTED: the client's map is stale; it refetches and resends.
+        return Status(StatusCode::ABORTED,
+                      absl::StrCat(rpc, ": key ", key, " is in shard ", shard,
+                                   ", which pserver ", options_.index,
+                                   " does not own (shard map version ",
+                                   options_.shard_map_version, ")"));
       }
     }
     return Status::OK;
@@ -422,6 +436,8 @@ class PserverImpl final : public Pserver,
   }
 
   const PserverOptions options_;
+  // owned_[s]: whether options_.owned_shards lists shard s; fixed.
+  const std::vector<bool> owned_;
   // Table i serves table_id i; fixed after construction.
   const std::vector<std::unique_ptr<SparseTable>> tables_;
   WorkerPool pull_pool_, push_pool_;

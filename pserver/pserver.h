@@ -2,10 +2,12 @@
 // table 0 holds the sparse rows; an ASYNC deep job adds table 1, the dense
 // weights (sparse_table/job_options.h). Every request names its table.
 //
-// Pserver `index` owns the shards PserverOfShard() (common/hash.h) gives it,
-// and refuses keys that route elsewhere: a misrouted key means a client with
-// a stale spec, and silently serving it would split one feature's row across
-// two servers.
+// Pserver `index` owns the shards its options list (the job's shard map,
+// common/shard_map.h), and refuses keys of other shards with ABORTED and
+// its map's version in the trailing metadata kShardMapVersionKey: a
+// misrouted key means a client with a stale map (which then fetches the
+// coordinator's and resends), and silently serving it would split one
+// feature's row across two servers. A refused request changes nothing.
 //
 // Requests are validated before anything is applied (table id, matching
 // lengths, size limit, ownership, finite gradients); a bad request gets
@@ -52,8 +54,12 @@ inline constexpr size_t kMaxKeysPerRequest = 1 << 20;
 
 struct PserverOptions {
   uint32_t index = 0;
-  uint32_t num_pservers = 1;
   uint32_t num_shards = 64;
+  // The shards of num_shards this pserver owns, and the version of the
+  // shard map that says so (common/shard_map.h). Empty: every shard (a
+  // pserver alone).
+  std::vector<uint32_t> owned_shards;
+  uint64_t shard_map_version = 1;
   // Threads running table work, per pool (pulls, pushes).
   int num_workers = 2;
   // Requests waiting for a worker before new ones are refused.

@@ -18,6 +18,10 @@
 //     --table_id=1 counts in an ASYNC deep job's dense table instead
 //     (sparse_table/job_options.h), its optimizer and row width.
 //
+// --pservers=A,B,... names the pservers; or --coordinator=HOST:PORT takes
+// them from the job's coordinator and follows its shard map, as a trainer
+// does (a pserver that comes back at another port).
+//
 // Exit status: 0 exact, 1 a push failed (printed), 3 counters wrong.
 #include <cstdio>
 #include <cstring>
@@ -31,6 +35,8 @@
 #include "common/config.h"
 #include "common/flags.h"
 #include "common/hash.h"
+#include "common/shard_map.h"
+#include "coordinator/client.h"
 #include "sparse_table/job_options.h"
 #include "sparse_table/sparse_table.h"
 #include "trainer/client/ps_client.h"
@@ -166,11 +172,11 @@ int Verify(PsClient* client, const Workload& w, const JobConfig* job,
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto flags =
-      Flags::Parse(argc, argv, 1,
-                   {"pservers", "num_shards", "keys", "rounds", "deadline_ms",
-                    "retry_ms", "writer", "key_slot", "pause_ms", "config",
-                    "verify", "acked", "in_doubt", "out", "table_id"});
+  auto flags = Flags::Parse(
+      argc, argv, 1,
+      {"pservers", "coordinator", "num_shards", "keys", "rounds", "deadline_ms",
+       "retry_ms", "writer", "key_slot", "pause_ms", "config", "verify",
+       "acked", "in_doubt", "out", "table_id"});
   if (!flags.ok()) {
     std::printf("%s\n", std::string(flags.status().message()).c_str());
     return 2;
@@ -181,7 +187,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<JobConfig> job;
   PsClientOptions o;
-  o.num_shards = Int(*flags, "num_shards", 16);
+  uint32_t num_shards = Int(*flags, "num_shards", 16);
   Workload w;
   if (flags->Has("config")) {
     absl::StatusOr<JobConfig> loaded = LoadJobConfig(flags->Get("config"));
@@ -190,7 +196,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     job = std::make_unique<JobConfig>(*loaded);
-    o.num_shards = job->table().num_shards();
+    num_shards = job->table().num_shards();
     o.table_id = Int(*flags, "table_id", 0);
     if (o.table_id == kDenseTableId && !HasDenseTable(*job)) {
       std::printf("--table_id=1: %s has no dense table (ASYNC deep models)\n",
@@ -199,7 +205,21 @@ int main(int argc, char** argv) {
     }
     w.row_dim = NewMemoryTable(OptionsOf(*job, o.table_id))->pull_dim();
   }
-  o.pserver_addresses = absl::StrSplit(flags->Get("pservers"), ',');
+  std::unique_ptr<CoordinatorClient> coordinator;
+  if (flags->Has("coordinator")) {
+    coordinator = std::make_unique<CoordinatorClient>(
+        flags->Get("coordinator"), absl::Seconds(2), absl::Seconds(30));
+    absl::StatusOr<coord::ClusterSpec> spec = coordinator->WaitClusterSpec();
+    if (!spec.ok()) {
+      std::printf("%s\n", std::string(spec.status().message()).c_str());
+      return 1;
+    }
+    o.shard_map = CoordinatorClient::ToShardMap(spec->shard_map());
+    o.fetch_shard_map = [&coordinator] { return coordinator->GetShardMap(); };
+  } else {
+    o.shard_map = InitialShardMap(num_shards,
+                                  absl::StrSplit(flags->Get("pservers"), ','));
+  }
   o.row_dim = w.row_dim;
   o.deadline = absl::Milliseconds(Int(*flags, "deadline_ms", 2000));
   o.retry_timeout = absl::Milliseconds(Int(*flags, "retry_ms", 30000));

@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   PsClientOptions options;
-  options.pserver_addresses = absl::StrSplit(flags->Get("pservers"), ',');
-  options.num_shards = *flags->GetInt("num_shards", 64);
+  options.shard_map =
+      InitialShardMap(*flags->GetInt("num_shards", 64),
+                      absl::StrSplit(flags->Get("pservers"), ','));
   options.row_dim = *flags->GetInt("row_dim", 1);
   options.retry_timeout = absl::Seconds(10);
   std::vector<uint64_t> keys;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Recovery without a person: a RocksDB-backed pserver SIGKILLed in the middle
-# of `sampan run` is restarted on its port by the launcher, recovers from its
-# log, the trainers' clients retry, and the job finishes with a test AUC
+# of `sampan run` is restarted by the launcher on a new port (as a rescheduled
+# pod comes back at a new address), recovers from its log, registers its new
+# address, the trainers' clients retry and follow the coordinator's shard
+# map to it, and the job finishes with a test AUC
 # near the planted model's. Nothing acknowledged is lost: a counter workload
 # pushed into the same pservers across the kill (tests/ps_counter_load) finds
 # every acknowledged round applied exactly once when the pservers are
@@ -32,8 +34,12 @@ kill -9 "$victim"
 wait $launcher; rc=$?
 tail -8 "$job.out"
 [ $rc -eq 0 ] || fail "run exited $rc after a pserver SIGKILL"
-grep -qE "pserver-0 \(pid $victim\) killed by signal 9 .*; restarting it on port" "$job.out" \
-  && pass "pserver-0 restarted on its port" || fail "no restart reported"
+grep -qE "pserver-0 \(pid $victim\) killed by signal 9 .*; restarting it on a new port" "$job.out" \
+  && pass "pserver-0 restarted on a new port" || fail "no restart reported"
+# The trainers found it there: each adopted the newer map.
+grep -qE "shard map version [0-9]+: pserver 0 moved from 127.0.0.1:[0-9]+ to 127.0.0.1:[0-9]+" \
+  "$job"/logs/trainer-*.log && pass "trainers followed the shard map to the new port" \
+  || fail "no trainer log says it followed pserver 0 to its new port"
 check_counter "$job"
 # FM reaches ~0.77 here against the planted ~0.837 (a restart costs none).
 auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)

@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -175,23 +174,32 @@ class Trainer : public StepObserver {
 
  private:
   absl::Status Connect() {
-    if (absl::Status s = coordinator_.Register(coord::TRAINER, rank_, "");
+    coord::RegisterResponse registered;
+    if (absl::Status s =
+            coordinator_.Register(coord::TRAINER, rank_, "", &registered);
         !s.ok()) {
       return s;
     }
     absl::StatusOr<coord::ClusterSpec> spec = coordinator_.WaitClusterSpec();
     if (!spec.ok()) return spec.status();
     PsClientOptions options;
-    for (const coord::Member& m : spec->pservers()) {
-      options.pserver_addresses.push_back(m.address());
+    options.shard_map = CoordinatorClient::ToShardMap(spec->shard_map());
+    if (absl::Status s = ValidateShardMap(options.shard_map); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the coordinator's ", s.message()));
     }
-    options.num_shards = config_.table().num_shards();
+    // A pserver that comes back at another address is followed.
+    options.fetch_shard_map = [this] { return coordinator_.GetShardMap(); };
     options.row_dim = model_->row_dim();
     options.deadline = Seconds(config_.cluster().rpc_deadline_seconds());
-    // A fresh writer per incarnation: a restarted trainer's sequences start
-    // again at 1 and must not be taken for replays of the old ones.
-    options.writer_id =
-        (uint64_t{static_cast<uint32_t>(rank_)} << 32) | std::random_device{}();
+    // A fresh writer per incarnation, never one an earlier writer had: a
+    // restarted trainer's sequences start again at 1 and must not be taken
+    // for replays of the old ones (coordinator/writer_ids.h).
+    options.writer_id = registered.writer_id();
+    if (options.writer_id == 0) {
+      return absl::InternalError(
+          "Register: the coordinator issued no writer id");
+    }
     options.credentials = credentials_;
     ps_ = PsClient::Create(options);
     if (HasDenseTable(config_)) {
@@ -200,7 +208,10 @@ class Trainer : public StepObserver {
       ps_dense_ = PsClient::Create(options);
     }
     SAMPAN_LOG(INFO) << "trainer " << rank_ << " connected to "
-                     << options.pserver_addresses.size() << " pservers";
+                     << options.shard_map.num_pservers()
+                     << " pservers (shard map version "
+                     << options.shard_map.version << ", writer "
+                     << options.writer_id << ")";
     return absl::OkStatus();
   }
 

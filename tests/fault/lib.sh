@@ -101,21 +101,19 @@ start_job() {
   fail "job $1 did not start training"; cat "$1.out"; return 1
 }
 
-pserver_ports() {  # job dir -> "127.0.0.1:P0,127.0.0.1:P1"
-  local out="" i
-  for i in 0 1; do
-    for _ in $(seq 1 100); do [ -s "$1/pserver-$i.port" ] && break; sleep 0.05; done
-    out="$out${out:+,}127.0.0.1:$(cat "$1/pserver-$i.port")"
-  done
-  echo "$out"
+coordinator_address() {  # job dir -> "127.0.0.1:P"
+  for _ in $(seq 1 100); do [ -s "$1/coordinator.port" ] && break; sleep 0.05; done
+  echo "127.0.0.1:$(cat "$1/coordinator.port")"
 }
 
 # The counter workload against the job's pservers, in the background; the
 # optional table id counts in that table (1: an ASYNC deep job's dense one).
+# It finds the pservers through the job's coordinator and follows its shard
+# map, as the trainers do: a restarted pserver comes back on a new port.
 start_counter() {  # job dir [table id]
   local t=${2:-0} sfx=""
   [ "$t" -eq 0 ] || sfx="-t$t"
-  "$LOAD" --config="$1.yaml" --table_id="$t" --pservers="$(pserver_ports "$1")" \
+  "$LOAD" --config="$1.yaml" --table_id="$t" --coordinator="$(coordinator_address "$1")" \
     --keys=200 --rounds="${COUNTER_ROUNDS:-150}" --pause_ms=20 --key_slot=77 \
     --deadline_ms=2000 --retry_ms=60000 --out="$1/counter$sfx.acked" \
     > "$1/counter$sfx.out" 2>&1 &
@@ -176,7 +174,7 @@ kill_pservers_randomly() {  # job dir, kills
 # Every kill got a restart, but for one that landed once the trainers were
 # done (the launcher says so). Sets $restarts.
 check_pserver_restarts() {  # job dir
-  restarts=$(grep -c "restarting it on port" "$1.out")
+  restarts=$(grep -c "restarting it on a new port" "$1.out")
   local late; late=$(grep -c "while the job was stopping; not restarted" "$1.out")
   [ $((restarts + late)) -eq "$kills" ] && [ "$late" -le 1 ] ||
     fail "$restarts restarts and $late kills after the job's end for $kills kills"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fault (a): SIGKILL a pserver FAULT_KILLS (10) times at random moments
-# while the job trains. The launcher restarts it on its port; it replays its
-# RocksDB log; the trainers' and the counter's pushes retry. The job must
+# while the job trains. The launcher restarts it on a new port, as a
+# rescheduled pod gets a new address; it replays its RocksDB log and
+# registers its address; the trainers' and the counter's pushes retry and
+# follow the coordinator's shard map to it. The job must
 # finish with every acknowledged push applied once and the fault-free AUC.
 set -uo pipefail
 CASE=pserver_kill

@@ -1,6 +1,5 @@
 #include "trainer/client/ps_client.h"
 
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -11,15 +10,10 @@
 #include "trainer/client/client_metrics.h"
 #include "trainer/client/push_queue.h"
 #include "trainer/client/retry.h"
+#include "trainer/client/routes.h"
 
 namespace sampan {
 namespace {
-
-// Pulls are sent with a generic stub whose response stays gRPC's received
-// bytes, so that rows go from them straight to the caller's array
-// (common/ps_wire.h). The method is the generated stub's Pull.
-using PullStub = grpc::TemplatedGenericStub<ps::PullRequest, grpc::ByteBuffer>;
-constexpr char kPullMethod[] = "/sampan.ps.SparseTable/Pull";
 
 // One pull request: a slice of one pserver's keys.
 struct PullCall {
@@ -35,21 +29,10 @@ struct PullCall {
 
 class GrpcPsClient final : public PsClient {
  public:
-  explicit GrpcPsClient(const PsClientOptions& options) : options_(options) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(256 << 20);
-    args.SetMaxSendMessageSize(256 << 20);
-    for (size_t p = 0; p < options.pserver_addresses.size(); ++p) {
-      std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-          options.pserver_addresses[p],
-          options.credentials ? options.credentials
-                              : grpc::InsecureChannelCredentials(),
-          args);
-      std::shared_ptr<ps::SparseTable::Stub> stub =
-          ps::SparseTable::NewStub(channel);
-      pull_stubs_.push_back(std::make_unique<PullStub>(channel));
-      stubs_.push_back(stub);
-      queues_.push_back(std::make_unique<PushQueue>(options_, p, stub));
+  explicit GrpcPsClient(const PsClientOptions& options)
+      : options_(options), routes_(options_) {
+    for (size_t p = 0; p < options_.shard_map.num_pservers(); ++p) {
+      queues_.push_back(std::make_unique<PushQueue>(options_, p, &routes_));
     }
   }
 
@@ -63,13 +46,15 @@ class GrpcPsClient final : public PsClient {
         metrics.duration->Observe(absl::ToDoubleSeconds(absl::Now() - start));
       }
     } observe{start, pull_metrics_};
-    std::vector<PullCall> calls = PlanPulls(keys, is_training);
+    std::shared_ptr<const Routes::Table> routes = routes_.Current();
+    std::vector<PullCall> calls = PlanPulls(*routes, keys, is_training);
     Backoff backoff(options_.initial_backoff, options_.max_backoff,
                     options_.retry_timeout);
     while (true) {
-      RunPullAttempt(&calls);
+      RunPullAttempt(*routes, &calls);
       absl::Status failure;
       bool retry = false;
+      const PullCall* failed = nullptr;
       for (PullCall& call : calls) {
         if (call.done) continue;
         if (call.status.ok()) {
@@ -80,12 +65,17 @@ class GrpcPsClient final : public PsClient {
           retry = false;
           break;
         }
-        failure = PullError(call);
+        failure = PullError(*routes, call);
+        failed = &call;
         retry = IsTransient(call.status.error_code());
         if (!retry) break;
       }
       if (failure.ok()) return absl::OkStatus();
-      if (!retry || !backoff.Wait()) return failure;
+      if (!retry) return failure;
+      // The map may be stale. (Owners do not change yet, so the calls'
+      // split by pserver stays right: routes.h.)
+      routes = routes_.Refresh(*routes, failed->status, failed->context.get());
+      if (!backoff.Wait()) return failure;
       pull_retries_.fetch_add(1, std::memory_order_relaxed);
       pull_metrics_.retries->Increment();
     }
@@ -117,13 +107,15 @@ class GrpcPsClient final : public PsClient {
   absl::StatusOr<ShrinkTotals> Shrink(absl::Duration deadline) override {
     ps::ShrinkRequest request;
     request.set_table_id(options_.table_id);
-    std::vector<ShrinkCall> calls(stubs_.size());
+    std::shared_ptr<const Routes::Table> routes = routes_.Current();
+    std::vector<ShrinkCall> calls(routes->stubs.size());
     Backoff backoff(options_.initial_backoff, options_.max_backoff,
                     options_.retry_timeout);
     while (true) {
-      RunShrinkAttempt(request, deadline, &calls);
+      RunShrinkAttempt(*routes, request, deadline, &calls);
       absl::Status failure;
       bool retry = true;
+      const ShrinkCall* failed = nullptr;
       for (size_t p = 0; p < calls.size(); ++p) {
         ShrinkCall& call = calls[p];
         if (call.done) continue;
@@ -132,14 +124,17 @@ class GrpcPsClient final : public PsClient {
         const bool again = IsRefusedOrUnreached(call.status.error_code());
         // A failure that will not be retried is the one to report.
         if (failure.ok() || (retry && !again)) {
-          failure = GrpcToStatus(
-              call.status, absl::StrCat("Shrink on pserver ", p, " (",
-                                        options_.pserver_addresses[p], ")"));
+          failure = GrpcToStatus(call.status,
+                                 absl::StrCat("Shrink on pserver ", p, " (",
+                                              routes->address(p), ")"));
         }
+        failed = &call;
         retry = retry && again;
       }
       if (failure.ok()) break;
-      if (!retry || !backoff.Wait()) return failure;
+      if (!retry) return failure;
+      routes = routes_.Refresh(*routes, failed->status, failed->context.get());
+      if (!backoff.Wait()) return failure;
     }
     ShrinkTotals totals;
     for (const ShrinkCall& call : calls) {
@@ -152,25 +147,34 @@ class GrpcPsClient final : public PsClient {
   PsClientStats Stats() const override {
     PsClientStats stats;
     stats.pull_retries = pull_retries_.load();
+    stats.map_refreshes = routes_.refreshes();
     for (const auto& queue : queues_) queue->AddStats(&stats);
     return stats;
   }
 
  private:
+  // Pushes go by the map the client started with: owners do not change yet
+  // (routes.h), and a push queue is one pserver's.
   std::vector<std::vector<uint32_t>> GroupByPserver(
       absl::Span<const uint64_t> keys) const {
-    std::vector<std::vector<uint32_t>> positions(stubs_.size());
+    return GroupByPserver(options_.shard_map, keys);
+  }
+
+  static std::vector<std::vector<uint32_t>> GroupByPserver(
+      const ShardMap& map, absl::Span<const uint64_t> keys) {
+    std::vector<std::vector<uint32_t>> positions(map.num_pservers());
     for (uint32_t i = 0; i < keys.size(); ++i) {
-      const uint32_t shard = ShardOf(keys[i], options_.num_shards);
-      positions[PserverOfShard(shard, stubs_.size())].push_back(i);
+      positions[map.OwnerOfKey(keys[i])].push_back(i);
     }
     return positions;
   }
 
-  std::vector<PullCall> PlanPulls(absl::Span<const uint64_t> keys,
+  std::vector<PullCall> PlanPulls(const Routes::Table& routes,
+                                  absl::Span<const uint64_t> keys,
                                   bool is_training) const {
     std::vector<PullCall> calls;
-    std::vector<std::vector<uint32_t>> by_pserver = GroupByPserver(keys);
+    std::vector<std::vector<uint32_t>> by_pserver =
+        GroupByPserver(routes.map, keys);
     for (size_t p = 0; p < by_pserver.size(); ++p) {
       const std::vector<uint32_t>& pos = by_pserver[p];
       for (size_t b = 0; b < pos.size(); b += options_.max_keys_per_request) {
@@ -189,7 +193,8 @@ class GrpcPsClient final : public PsClient {
   }
 
   // Sends every call not yet done, in parallel, and waits for all of them.
-  void RunPullAttempt(std::vector<PullCall>* calls) {
+  void RunPullAttempt(const Routes::Table& routes,
+                      std::vector<PullCall>* calls) {
     grpc::CompletionQueue cq;
     int outstanding = 0;
     for (PullCall& call : *calls) {
@@ -198,7 +203,7 @@ class GrpcPsClient final : public PsClient {
       call.context->set_deadline(
           absl::ToChronoTime(absl::Now() + options_.deadline));
       call.response.Clear();
-      auto reader = pull_stubs_[call.pserver]->PrepareUnaryCall(
+      auto reader = routes.pull_stubs[call.pserver]->PrepareUnaryCall(
           call.context.get(), kPullMethod, call.request, &cq);
       reader->StartCall();
       reader->Finish(&call.response, &call.status, &call);
@@ -220,7 +225,8 @@ class GrpcPsClient final : public PsClient {
 
   // Sends `request` to every pserver whose call is not done, in parallel,
   // and waits for all of them.
-  void RunShrinkAttempt(const ps::ShrinkRequest& request,
+  void RunShrinkAttempt(const Routes::Table& routes,
+                        const ps::ShrinkRequest& request,
                         absl::Duration deadline,
                         std::vector<ShrinkCall>* calls) {
     grpc::CompletionQueue cq;
@@ -230,7 +236,7 @@ class GrpcPsClient final : public PsClient {
       if (call.done) continue;
       call.context = std::make_unique<grpc::ClientContext>();
       call.context->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
-      stubs_[p]
+      routes.stubs[p]
           ->AsyncShrink(call.context.get(), request, &cq)
           ->Finish(&call.response, &call.status, &call);
       ++outstanding;
@@ -241,11 +247,11 @@ class GrpcPsClient final : public PsClient {
     }
   }
 
-  absl::Status PullError(const PullCall& call) const {
-    return GrpcToStatus(
-        call.status,
-        absl::StrCat("Pull from pserver ", call.pserver, " (",
-                     options_.pserver_addresses[call.pserver], ")"));
+  absl::Status PullError(const Routes::Table& routes,
+                         const PullCall& call) const {
+    return GrpcToStatus(call.status,
+                        absl::StrCat("Pull from pserver ", call.pserver, " (",
+                                     routes.address(call.pserver), ")"));
   }
 
   absl::Status ScatterRows(const PullCall& call, float* out) const {
@@ -258,8 +264,7 @@ class GrpcPsClient final : public PsClient {
   }
 
   const PsClientOptions options_;
-  std::vector<std::shared_ptr<ps::SparseTable::Stub>> stubs_;
-  std::vector<std::unique_ptr<PullStub>> pull_stubs_;  // stubs_' channels
+  Routes routes_;  // reads options_
   std::vector<std::unique_ptr<PushQueue>> queues_;
   std::atomic<uint64_t> pull_retries_{0};
   const PullMetrics pull_metrics_ = GetPullMetrics();

@@ -1,7 +1,10 @@
 // The trainer's client for the pserver fleet.
 //
-// Routing: keys go shard -> pserver by the cluster spec's map
-// (PserverOfShard in common/hash.h).
+// Routing: keys go shard -> pserver by the job's shard map
+// (common/shard_map.h). When a pserver cannot be reached or refuses a key as
+// not its own, the client asks the coordinator for its newest map
+// (fetch_shard_map) and retries with it: a pserver that came back at
+// another address is followed (trainer/client/routes.h).
 //
 // Pull fans out one request per pserver (split into requests of at most
 // max_keys_per_request keys) in parallel, each attempt with a deadline, and
@@ -29,6 +32,7 @@
 #define SAMPAN_TRAINER_CLIENT_PS_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,13 +41,19 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/shard_map.h"
 #include "grpcpp/security/credentials.h"
 
 namespace sampan {
 
 struct PsClientOptions {
-  std::vector<std::string> pserver_addresses;  // index = pserver index
-  uint32_t num_shards = 64;
+  // The map to start with: shard owners and pserver addresses.
+  ShardMap shard_map;
+  // Asks for the newest map (the coordinator's); null: the map never
+  // changes. Called from the threads of failed calls, one at a time, at
+  // most once per min_map_refresh unless a pserver says a newer map exists.
+  std::function<absl::StatusOr<ShardMap>()> fetch_shard_map;
+  absl::Duration min_map_refresh = absl::Milliseconds(500);
   // Floats per key in pulls and pushes.
   uint32_t row_dim = 1;
   // The pservers' table these rows belong to (sparse_table/job_options.h).
@@ -58,7 +68,8 @@ struct PsClientOptions {
   size_t max_keys_per_request = 1 << 16;
   // Merged keys a pserver's push queue holds before PushAsync blocks.
   size_t max_pending_keys = 1 << 20;
-  // Identifies this writer's pushes; unique per trainer incarnation.
+  // Identifies this writer's pushes; never used by another writer
+  // (the coordinator issues them: coordinator/writer_ids.h).
   uint64_t writer_id = 0;
   // Channel credentials (TLS, token); null means plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
@@ -69,6 +80,8 @@ struct PsClientStats {
   uint64_t push_retries = 0;
   uint64_t pushes_sent = 0;
   uint64_t pending_keys = 0;
+  // Newer shard maps adopted.
+  uint64_t map_refreshes = 0;
   // Age of the oldest gradient not yet acknowledged (0 when none).
   absl::Duration push_lag;
 };

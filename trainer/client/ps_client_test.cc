@@ -12,6 +12,7 @@
 #include "common/hash.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver.h"
+#include "trainer/client/routes.h"
 
 namespace sampan {
 namespace {
@@ -37,8 +38,8 @@ class PserverTest : public ::testing::TestWithParam<bool> {
   int StartPserver(uint32_t index, const std::string& address) {
     PserverOptions o;
     o.index = index;
-    o.num_pservers = 2;
     o.num_shards = kShards;
+    o.owned_shards = InitialShardMap(kShards, {"", ""}).ShardsOf(index);
     o.run_inline = GetParam();
     TableOptions t;
     t.num_shards = kShards;
@@ -68,8 +69,7 @@ class PserverTest : public ::testing::TestWithParam<bool> {
 
   PsClientOptions ClientOptions() const {
     PsClientOptions o;
-    o.pserver_addresses = addresses_;
-    o.num_shards = kShards;
+    o.shard_map = InitialShardMap(kShards, addresses_);
     o.row_dim = 1;
     o.deadline = absl::Seconds(5);
     o.retry_timeout = absl::Seconds(5);
@@ -190,7 +190,17 @@ TEST_P(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
     ++other;
   }
   misrouted.set_keys(0, other);
-  ExpectRejected(*stub, misrouted, "not pserver");
+  {
+    // Not a bad request but a stale map: ABORTED, with the pserver's map
+    // version for the client to compare with its own.
+    grpc::ClientContext ctx;
+    ps::PushResponse resp;
+    grpc::Status s = stub->Push(&ctx, misrouted, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "does not own"))
+        << s.error_message();
+    EXPECT_EQ(RefusedByMapVersion(ctx), 1u);
+  }
 
   ps::PushRequest not_finite = good;
   const float nan = std::nanf("");
@@ -322,6 +332,87 @@ TEST_P(PserverTest, ShrinkOfAnUnknownTableFailsWithoutRetrying) {
   EXPECT_TRUE(
       absl::StrContains(totals.status().message(), "unknown table_id 3"))
       << totals.status();
+}
+
+// Pushes -1 to every key `rounds` times, one flushed round at a time.
+void PushRounds(PsClient& client, const std::vector<uint64_t>& keys,
+                int rounds) {
+  for (int r = 0; r < rounds; ++r) PushShows(client, keys, 0);
+}
+
+// A client whose map has pservers 0 and 1 the wrong way round (as after two
+// pods came back at each other's addresses) is refused by both, fetches the
+// coordinator's map and then pushes and pulls exactly.
+TEST_P(PserverTest, StaleMapIsRefusedAndTheNewerOneFetched) {
+  PsClientOptions o = ClientOptions();
+  o.shard_map.addresses = {addresses_[1], addresses_[0]};
+  std::atomic<int> fetches{0};
+  ShardMap current = InitialShardMap(kShards, addresses_);
+  current.version = 2;
+  o.fetch_shard_map = [&]() -> absl::StatusOr<ShardMap> {
+    fetches.fetch_add(1);
+    return current;
+  };
+  o.writer_id = 7;
+  auto client = PsClient::Create(o);
+  const std::vector<uint64_t> keys = KeysOnBoth(8, 20);
+  PushRounds(*client, keys, 3);
+  EXPECT_EQ(PullAll(*client, keys), std::vector<float>(keys.size(), 3.0f));
+  EXPECT_GE(fetches.load(), 1);
+  EXPECT_EQ(client->Stats().map_refreshes, 1u);
+  // Without a map to fetch, the same client fails (does not guess).
+  o.fetch_shard_map = nullptr;
+  o.retry_timeout = absl::Milliseconds(300);
+  auto stale = PsClient::Create(o);
+  std::vector<float> rows(keys.size());
+  absl::Status s = stale->Pull(keys, false, rows.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "does not own")) << s;
+}
+
+// A pserver that comes back on another port (a rescheduled pod) is followed
+// once the coordinator's map says where: pushes queued meanwhile arrive
+// exactly once.
+TEST_P(PserverTest, PserverBackAtAnotherAddressIsFollowed) {
+  PsClientOptions o = ClientOptions();
+  o.deadline = absl::Milliseconds(300);
+  o.retry_timeout = absl::Seconds(20);
+  o.min_map_refresh = absl::Milliseconds(50);
+  std::mutex mu;
+  ShardMap coordinator = InitialShardMap(kShards, addresses_);
+  o.fetch_shard_map = [&]() -> absl::StatusOr<ShardMap> {
+    std::lock_guard<std::mutex> lock(mu);
+    return coordinator;
+  };
+  o.writer_id = 8;
+  auto client = PsClient::Create(o);
+  const std::vector<uint64_t> keys = KeysOnBoth(9, 20);
+  PushRounds(*client, keys, 2);
+  // Pserver 1 goes away with its rows (a memory table: it comes back empty,
+  // so only pushes after this point count there).
+  servers_[1]->Shutdown();
+  pservers_[1]->Stop();
+  absl::Notification pushed;
+  std::thread pusher([&] {
+    PushRounds(*client, keys, 3);
+    pushed.Notify();
+  });
+  EXPECT_FALSE(pushed.WaitForNotificationWithTimeout(absl::Milliseconds(500)));
+  const int port = StartPserver(1, "127.0.0.1:0");
+  ASSERT_NE(port, 0);
+  ASSERT_NE("127.0.0.1:" + std::to_string(port), addresses_[1]);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    coordinator.addresses[1] = "127.0.0.1:" + std::to_string(port);
+    ++coordinator.version;
+  }
+  pusher.join();
+  std::vector<float> rows = PullAll(*client, keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const bool on_0 = PserverOfShard(ShardOf(keys[i], kShards), 2) == 0;
+    EXPECT_EQ(rows[i], on_0 ? 5.0f : 3.0f) << i;
+  }
+  EXPECT_EQ(client->Stats().map_refreshes, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Threading, PserverTest, ::testing::Bool(),

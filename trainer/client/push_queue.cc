@@ -80,10 +80,10 @@ void MergedPush::Merge(absl::Span<const uint64_t> in_keys,
 }
 
 PushQueue::PushQueue(const PsClientOptions& options, int pserver,
-                     std::shared_ptr<ps::SparseTable::Stub> stub)
+                     Routes* routes)
     : options_(options),
       pserver_(pserver),
-      stub_(std::move(stub)),
+      routes_(routes),
       metrics_(NewPushQueueMetrics(pserver)) {
   sender_ = std::thread([this] {
     SetCurrentThreadName("push-to-ps" + std::to_string(pserver_));
@@ -203,20 +203,27 @@ absl::Status PushQueue::SendBatch(const MergedPush& batch) {
 absl::Status PushQueue::SendWithRetries(ps::PushRequest* req) {
   Backoff backoff(options_.initial_backoff, options_.max_backoff,
                   options_.retry_timeout);
+  std::shared_ptr<const Routes::Table> routes = routes_->Current();
   while (true) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
     ps::PushResponse resp;
-    const grpc::Status s = stub_->Push(&context, *req, &resp);
+    const grpc::Status s = routes->stubs[pserver_]->Push(&context, *req, &resp);
     if (s.ok()) {
       sent_.fetch_add(1, std::memory_order_relaxed);
       metrics_.requests->Increment();
       return absl::OkStatus();
     }
+    const std::string where = routes->address(pserver_);
+    // The same sequence goes to wherever the newest map says: a pserver
+    // applies it once (ps_client.h).
+    if (IsTransient(s.error_code())) {
+      routes = routes_->Refresh(*routes, s, &context);
+    }
     if (!IsTransient(s.error_code()) || !backoff.Wait()) {
-      return GrpcToStatus(s, absl::StrCat("Push to pserver ", pserver_, " (",
-                                          options_.pserver_addresses[pserver_],
-                                          "), sequence ", req->sequence()));
+      return GrpcToStatus(
+          s, absl::StrCat("Push to pserver ", pserver_, " (", where,
+                          "), sequence ", req->sequence()));
     }
     retries_.fetch_add(1, std::memory_order_relaxed);
     metrics_.retries->Increment();

@@ -26,6 +26,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
 #include "trainer/client/ps_client.h"
+#include "trainer/client/routes.h"
 
 namespace sampan {
 
@@ -65,8 +66,9 @@ struct MergedPush {
 
 class PushQueue {
  public:
-  PushQueue(const PsClientOptions& options, int pserver,
-            std::shared_ptr<ps::SparseTable::Stub> stub);
+  // Sends to pserver `pserver` by `routes` (which must outlive it), taking
+  // newer routes when a push fails in a way they may cure.
+  PushQueue(const PsClientOptions& options, int pserver, Routes* routes);
   ~PushQueue();  // stops the sender after a Flush
 
   // Merges the rows at `positions` of the caller's arrays. Blocks while the
@@ -88,7 +90,7 @@ class PushQueue {
 
   const PsClientOptions& options_;
   const int pserver_;
-  std::shared_ptr<ps::SparseTable::Stub> stub_;
+  Routes* const routes_;
   uint64_t next_sequence_ = 1;  // sender thread only
   std::atomic<uint64_t> retries_{0}, sent_{0};
   const PushQueueMetrics metrics_;

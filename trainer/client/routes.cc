@@ -1,0 +1,124 @@
+#include "trainer/client/routes.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+
+namespace sampan {
+namespace {
+
+void Connect(const PsClientOptions& options, const std::string& address,
+             Routes::Table* table) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      address,
+      options.credentials ? options.credentials
+                          : grpc::InsecureChannelCredentials(),
+      args);
+  table->stubs.push_back(ps::SparseTable::NewStub(channel));
+  table->pull_stubs.push_back(std::make_shared<PullStub>(channel));
+}
+
+}  // namespace
+
+uint64_t RefusedByMapVersion(const grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find(kShardMapVersionKey);
+  uint64_t version = 0;
+  if (it == trailers.end() ||
+      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()),
+                        &version)) {
+    return 0;
+  }
+  return version;
+}
+
+Routes::Routes(const PsClientOptions& options) : options_(options) {
+  auto table = std::make_shared<Table>();
+  table->map = options.shard_map;
+  for (const std::string& address : table->map.addresses) {
+    Connect(options, address, table.get());
+  }
+  current_ = std::move(table);
+}
+
+std::shared_ptr<const Routes::Table> Routes::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+uint64_t Routes::refreshes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refreshes_;
+}
+
+std::shared_ptr<const Routes::Table> Routes::Refresh(
+    const Table& seen, const grpc::Status& status,
+    const grpc::ClientContext* context) {
+  const uint64_t refused_by =
+      status.error_code() == grpc::StatusCode::ABORTED && context != nullptr
+          ? RefusedByMapVersion(*context)
+          : 0;
+  if (!options_.fetch_shard_map) return Current();
+  std::lock_guard<std::mutex> fetching(fetch_mu_);
+  std::shared_ptr<const Table> now = Current();
+  // Another thread fetched while this one waited: take what it got.
+  if (now->map.version != seen.map.version) return now;
+  // A pserver that says its map is newer than ours is worth asking about at
+  // once; an unreachable one, once per min_map_refresh.
+  const bool newer_exists = refused_by > now->map.version;
+  if (!newer_exists && absl::Now() - last_fetch_ < options_.min_map_refresh) {
+    return now;
+  }
+  last_fetch_ = absl::Now();
+  absl::StatusOr<ShardMap> fetched = options_.fetch_shard_map();
+  if (!fetched.ok()) {
+    SAMPAN_LOG(WARNING) << "shard map: " << fetched.status().message();
+    return now;
+  }
+  if (fetched->version <= now->map.version) return now;
+  if (fetched->owner != now->map.owner ||
+      fetched->addresses.size() != now->map.addresses.size()) {
+    if (refused_version_ != fetched->version) {
+      refused_version_ = fetched->version;
+      SAMPAN_LOG(ERROR) << "shard map version " << fetched->version
+                        << " moves shards or changes the fleet's size, which "
+                           "this client cannot follow yet; keeping version "
+                        << now->map.version;
+    }
+    return now;
+  }
+  std::shared_ptr<const Table> next = Adopt(*now, std::move(*fetched));
+  std::lock_guard<std::mutex> lock(mu_);
+  current_ = next;
+  ++refreshes_;
+  return next;
+}
+
+std::shared_ptr<const Routes::Table> Routes::Adopt(const Table& old,
+                                                   ShardMap map) {
+  auto table = std::make_shared<Table>();
+  for (size_t p = 0; p < map.addresses.size(); ++p) {
+    std::string& address = map.addresses[p];
+    if (address.empty()) address = old.map.addresses[p];
+    if (address == old.map.addresses[p]) {
+      table->stubs.push_back(old.stubs[p]);
+      table->pull_stubs.push_back(old.pull_stubs[p]);
+      continue;
+    }
+    SAMPAN_LOG(INFO) << "shard map version " << map.version << ": pserver " << p
+                     << " moved from " << old.map.addresses[p] << " to "
+                     << address;
+    Connect(options_, address, table.get());
+  }
+  table->map = std::move(map);
+  return table;
+}
+
+}  // namespace sampan
