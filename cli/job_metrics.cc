@@ -78,7 +78,12 @@ JobMetrics::JobMetrics()
       freshness_(GaugeFamily("sampan_model_version_freshness_seconds",
                              "Seconds from the newest version's pass "
                              "marker to the version being published.")
-                     .Add({})) {}
+                     .Add({})),
+      shard_map_version_(
+          GaugeFamily("sampan_job_shard_map_version",
+                      "Version of the coordinator's shard map; it moves "
+                      "when a pserver registers at another address.")
+              .Add({})) {}
 
 JobMetrics::Rank& JobMetrics::RankAt(int rank) {
   while (static_cast<int>(ranks_.size()) <= rank) {
@@ -124,6 +129,7 @@ void JobMetrics::Update(const coord::JobStatusResponse& status,
   last_time_ = now;
   finished_.Set(finished);
   elapsed_.Set(status.elapsed_seconds());
+  shard_map_version_.Set(status.spec().shard_map().version());
   if (status.trainers_size() > 0) {
     // Rank 0 decides the passes and publishes the versions.
     const coord::TrainerProgress& p = status.trainers(0);

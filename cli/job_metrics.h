@@ -69,6 +69,7 @@ class JobMetrics {
   prometheus::Gauge& pass_copc_;
   prometheus::Gauge& version_;
   prometheus::Gauge& freshness_;
+  prometheus::Gauge& shard_map_version_;
   std::vector<Rank> ranks_;
   uint64_t last_total_ = 0;
   absl::Time last_time_ = absl::InfinitePast();

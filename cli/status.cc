@@ -81,12 +81,13 @@ std::string FormatJobStatus(const std::string& job_name,
   const coord::ClusterSpec& spec = now.spec();
   std::string out = absl::StrFormat(
       "job %s: %s after %.0f s\n"
-      "members: pservers %d/%d alive, trainers %d/%d alive, %d finished\n"
+      "members: pservers %d/%d alive (shard map version %d), trainers %d/%d "
+      "alive, %d finished\n"
       "progress: %.1f%% done, %d examples, %.0f examples/s, loss %.4f, "
       "train AUC %.4f\n",
       job_name, State(now, t), now.elapsed_seconds(), Alive(spec.pservers()),
-      spec.num_pservers(), Alive(spec.trainers()), spec.num_trainers(),
-      t.finished, 100 * t.fraction, t.examples, rate,
+      spec.num_pservers(), spec.shard_map().version(), Alive(spec.trainers()),
+      spec.num_trainers(), t.finished, 100 * t.fraction, t.examples, rate,
       t.examples ? t.loss_sum / t.examples : 0,
       t.examples ? t.auc_weighted / t.examples : 0.5);
   absl::StrAppend(&out, absl::StrFormat("%-5s %12s %7s %8s %7s %9s %s\n",

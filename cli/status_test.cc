@@ -17,6 +17,7 @@ coord::JobStatusResponse Snapshot(uint64_t examples0, uint64_t examples1,
   spec->set_num_pservers(1);
   spec->set_num_trainers(2);
   spec->set_complete(true);
+  spec->mutable_shard_map()->set_version(3);
   spec->add_pservers()->set_alive(true);
   spec->add_trainers()->set_alive(true);
   spec->add_trainers()->set_alive(false);
@@ -36,7 +37,8 @@ TEST(StatusTest, ReportsRateStateAndRanks) {
       FormatJobStatus("demo", Snapshot(100, 100, false),
                       Snapshot(600, 600, false), absl::Seconds(2));
   EXPECT_NE(out.find("job demo: RUNNING"), std::string::npos) << out;
-  EXPECT_NE(out.find("pservers 1/1 alive, trainers 1/2 alive"),
+  EXPECT_NE(out.find("pservers 1/1 alive (shard map version 3), "
+                     "trainers 1/2 alive"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("1200 examples, 500 examples/s, loss 0.5000, "

@@ -13,6 +13,7 @@ struct Families {
   prometheus::Family<prometheus::Gauge>& pending;
   prometheus::Family<prometheus::Gauge>& lag;
   PullMetrics pull;
+  prometheus::Counter* map_refreshes;
 };
 
 Families& Get() {
@@ -29,6 +30,13 @@ Families& Get() {
                                  "Pull attempts repeated after a transient "
                                  "failure.")
                              .Register(r);
+    auto& map_refreshes =
+        prometheus::BuildCounter()
+            .Name("sampan_client_shard_map_refreshes_total")
+            .Help(
+                "Newer shard maps adopted from the coordinator (a pserver "
+                "back at another address).")
+            .Register(r);
     return new Families{
         prometheus::BuildCounter()
             .Name("sampan_client_push_requests_total")
@@ -47,7 +55,8 @@ Families& Get() {
             .Help("Age of the oldest gradient not yet acknowledged.")
             .Register(r),
         PullMetrics{&pull_duration.Add({}, LatencyBuckets()),
-                    &pull_retries.Add({})}};
+                    &pull_retries.Add({})},
+        &map_refreshes.Add({})};
   }();
   return *f;
 }
@@ -62,5 +71,7 @@ PushQueueMetrics NewPushQueueMetrics(int pserver) {
 }
 
 PullMetrics GetPullMetrics() { return Get().pull; }
+
+prometheus::Counter* GetMapRefreshCounter() { return Get().map_refreshes; }
 
 }  // namespace sampan

@@ -28,6 +28,9 @@ struct PullMetrics {
 
 PullMetrics GetPullMetrics();
 
+// sampan_client_shard_map_refreshes_total: newer maps adopted.
+prometheus::Counter* GetMapRefreshCounter();
+
 }  // namespace sampan
 
 #endif  // SAMPAN_TRAINER_CLIENT_CLIENT_METRICS_H_

@@ -32,7 +32,8 @@ class GrpcPsClient final : public PsClient {
   explicit GrpcPsClient(const PsClientOptions& options)
       : options_(options), routes_(options_) {
     for (size_t p = 0; p < options_.shard_map.num_pservers(); ++p) {
-      queues_.push_back(std::make_unique<PushQueue>(options_, p, &routes_));
+      queues_.push_back(
+          std::make_unique<PushQueue>(options_, p, &routes_, &sequences_));
     }
   }
 
@@ -265,6 +266,8 @@ class GrpcPsClient final : public PsClient {
 
   const PsClientOptions options_;
   Routes routes_;  // reads options_
+  // The writer's push sequences, 1, 2, ... across all its queues.
+  std::atomic<uint64_t> sequences_{1};
   std::vector<std::unique_ptr<PushQueue>> queues_;
   std::atomic<uint64_t> pull_retries_{0};
   const PullMetrics pull_metrics_ = GetPullMetrics();

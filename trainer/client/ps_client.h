@@ -22,10 +22,12 @@
 // Shrink asks every pserver to shrink the client's table (proto/ps.proto):
 // a table-lifecycle call for whoever runs the job, not for a training step.
 //
-// Exactly once: every push request carries (writer_id, sequence), sequences
-// increase by one per request to a pserver, only one request per pserver is
-// in flight, and a retry resends the same sequence, so the pserver applies
-// each push once even when an ack was lost (see sparse_table.h).
+// Exactly once: every push request carries (writer_id, sequence), only one
+// request per pserver is in flight, and a retry resends the same sequence,
+// so the pserver applies each push once even when an ack was lost (see
+// sparse_table.h). Sequences come from one counter per client, so those a
+// shard sees increase whichever pserver holds it (shards will move between
+// pservers: issue 19).
 //
 // Thread safety: all methods may be called from many threads at once.
 #ifndef SAMPAN_TRAINER_CLIENT_PS_CLIENT_H_

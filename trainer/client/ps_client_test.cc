@@ -12,6 +12,7 @@
 #include "common/hash.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver.h"
+#include "trainer/client/client_metrics.h"
 #include "trainer/client/routes.h"
 
 namespace sampan {
@@ -354,12 +355,14 @@ TEST_P(PserverTest, StaleMapIsRefusedAndTheNewerOneFetched) {
     return current;
   };
   o.writer_id = 7;
+  const double refreshes_before = GetMapRefreshCounter()->Value();
   auto client = PsClient::Create(o);
   const std::vector<uint64_t> keys = KeysOnBoth(8, 20);
   PushRounds(*client, keys, 3);
   EXPECT_EQ(PullAll(*client, keys), std::vector<float>(keys.size(), 3.0f));
   EXPECT_GE(fetches.load(), 1);
   EXPECT_EQ(client->Stats().map_refreshes, 1u);
+  EXPECT_EQ(GetMapRefreshCounter()->Value() - refreshes_before, 1.0);
   // Without a map to fetch, the same client fails (does not guess).
   o.fetch_shard_map = nullptr;
   o.retry_timeout = absl::Milliseconds(300);

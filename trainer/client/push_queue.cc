@@ -80,10 +80,11 @@ void MergedPush::Merge(absl::Span<const uint64_t> in_keys,
 }
 
 PushQueue::PushQueue(const PsClientOptions& options, int pserver,
-                     Routes* routes)
+                     Routes* routes, std::atomic<uint64_t>* sequences)
     : options_(options),
       pserver_(pserver),
       routes_(routes),
+      sequences_(sequences),
       metrics_(NewPushQueueMetrics(pserver)) {
   sender_ = std::thread([this] {
     SetCurrentThreadName("push-to-ps" + std::to_string(pserver_));
@@ -186,7 +187,7 @@ absl::Status PushQueue::SendBatch(const MergedPush& batch) {
     ps::PushRequest req;
     req.set_table_id(options_.table_id);
     req.set_writer_id(options_.writer_id);
-    req.set_sequence(next_sequence_++);
+    req.set_sequence(sequences_->fetch_add(1, std::memory_order_relaxed));
     req.mutable_keys()->Add(batch.keys.begin() + begin,
                             batch.keys.begin() + end);
     req.mutable_shows()->Add(batch.shows.begin() + begin,

@@ -6,9 +6,9 @@
 // of them (std::mutex rather than absl::Mutex so that ThreadSanitizer, which
 // cannot see into Debian's uninstrumented Abseil, checks this locking). The
 // sender thread owns the batch it is sending (taken out of the queue under the
-// lock, sent without it). Sequences are assigned only by the sender thread, one
-// per request, in order, so the pserver sees this writer's sequences
-// increasing.
+// lock, sent without it). Sequences are taken from the client's counter
+// (shared by its queues) only by the sender thread, one per request, in
+// order, so the pserver sees this writer's sequences increasing.
 #ifndef SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 #define SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 
@@ -68,7 +68,9 @@ class PushQueue {
  public:
   // Sends to pserver `pserver` by `routes` (which must outlive it), taking
   // newer routes when a push fails in a way they may cure.
-  PushQueue(const PsClientOptions& options, int pserver, Routes* routes);
+  // `sequences` is the writer's counter, shared with its other queues.
+  PushQueue(const PsClientOptions& options, int pserver, Routes* routes,
+            std::atomic<uint64_t>* sequences);
   ~PushQueue();  // stops the sender after a Flush
 
   // Merges the rows at `positions` of the caller's arrays. Blocks while the
@@ -91,7 +93,7 @@ class PushQueue {
   const PsClientOptions& options_;
   const int pserver_;
   Routes* const routes_;
-  uint64_t next_sequence_ = 1;  // sender thread only
+  std::atomic<uint64_t>* const sequences_;
   std::atomic<uint64_t> retries_{0}, sent_{0};
   const PushQueueMetrics metrics_;
 

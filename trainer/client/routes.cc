@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "trainer/client/client_metrics.h"
 
 namespace sampan {
 namespace {
@@ -98,6 +99,7 @@ std::shared_ptr<const Routes::Table> Routes::Refresh(
   std::lock_guard<std::mutex> lock(mu_);
   current_ = next;
   ++refreshes_;
+  GetMapRefreshCounter()->Increment();
   return next;
 }
 
