@@ -14,7 +14,7 @@
 #include "common/shard_map.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/checkpointer.h"
-#include "coordinator/writer_ids.h"
+#include "coordinator/id_source.h"
 
 namespace sampan {
 namespace {
@@ -40,7 +40,8 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
         shard_map_(InitialShardMap(
             config.table().num_shards(),
             std::vector<std::string>(config.cluster().num_pservers()))),
-        writer_ids_(WriterIdsFile(config)),
+        writer_ids_(StateFile(config, "writer_ids")),
+        map_versions_(StateFile(config, "shard_map_versions")),
         checkpointer_(Checkpointer::Create(
             config, [this] { return PserverAddresses(); })) {}
 
@@ -71,8 +72,17 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     absl::MutexLock lock(&mu_);
     if (req->role() == coord::PSERVER &&
         shard_map_.addresses[req->index()] != req->address()) {
+      // A version above every one handed out, this coordinator's or an
+      // earlier one's: clients adopt only newer maps.
+      absl::StatusOr<uint64_t> version = map_versions_.Next();
+      if (!version.ok()) {
+        SAMPAN_LOG(ERROR) << "Register: pserver " << req->index() << ": "
+                          << version.status().message();
+        return Status(StatusCode::UNAVAILABLE,
+                      absl::StrCat("Register: ", version.status().message()));
+      }
       shard_map_.addresses[req->index()] = req->address();
-      ++shard_map_.version;
+      shard_map_.version = *version;
     }
     resp->set_writer_id(writer_id);
     Slot& slot = members_[{req->role(), req->index()}];
@@ -240,13 +250,13 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   }
 
   // Beside the checkpoints: on Kubernetes that is the job's shared volume,
-  // which outlives the coordinator's pod.
-  // A config with neither (tests' in-process coordinators) keeps no file.
-  static std::string WriterIdsFile(const JobConfig& config) {
+  // which outlives the coordinator's pod. A config with neither (tests'
+  // in-process coordinators) keeps no file.
+  static std::string StateFile(const JobConfig& config, const char* name) {
     if (config.output_dir().empty() && config.checkpoint().dir().empty()) {
       return "";
     }
-    return absl::StrCat(CheckpointRoot(config), "/coordinator/writer_ids");
+    return absl::StrCat(CheckpointRoot(config), "/coordinator/", name);
   }
 
   const JobConfig config_;
@@ -258,7 +268,8 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   // The pservers' addresses and shard owners; the version moves on every
   // change of either (common/shard_map.h).
   ShardMap shard_map_ ABSL_GUARDED_BY(mu_);
-  WriterIds writer_ids_;  // its own lock
+  // Each has its own lock; map_versions_ is asked only under mu_.
+  IdSource writer_ids_, map_versions_;
   // Declared last: its callback reads members_ under mu_.
   std::unique_ptr<Checkpointer> checkpointer_;
 };

@@ -8,8 +8,13 @@
 //
 // Every wait (cluster spec, barrier, key) is bounded by the caller's RPC
 // deadline: a missing member turns into DEADLINE_EXCEEDED, never a hang.
-// State lives in memory; a restarted coordinator starts empty and members
-// re-register (they do so on every heartbeat that finds them unknown).
+// It holds the job's shard map (common/shard_map.h) and issues each trainer
+// incarnation its writer id. State lives in memory, but for the counters
+// that must never go back (coordinator/id_source.h: writer ids, shard map
+// versions), reserved in files under <checkpoint root>/coordinator/. A
+// restarted coordinator starts empty and members re-register (they do so on
+// every heartbeat that finds them unknown); its map versions continue above
+// the old ones, so clients follow its maps.
 #ifndef SAMPAN_COORDINATOR_COORDINATOR_H_
 #define SAMPAN_COORDINATOR_COORDINATOR_H_
 

@@ -65,6 +65,23 @@ TEST(CoordinatorTest, ShardMapVersionMovesWithEveryAddressChange) {
   EXPECT_EQ(moved.address(0), "h:1");
 }
 
+// A restarted coordinator's maps are newer than the old one's: clients that
+// hold the old one's newest map adopt only newer versions.
+TEST(CoordinatorTest, ShardMapVersionsKeepRisingAcrossARestart) {
+  const JobConfig job = Job("map-restart");
+  uint64_t before = 0;
+  {
+    auto service = NewCoordinatorService(job);
+    Register(*service, coord::PSERVER, 0, "h:1");
+    Register(*service, coord::PSERVER, 1, "h:2");
+    Register(*service, coord::PSERVER, 1, "h:3");
+    before = Map(*service).version();
+  }
+  auto service = NewCoordinatorService(job);
+  Register(*service, coord::PSERVER, 0, "h:1");
+  EXPECT_GT(Map(*service).version(), before);
+}
+
 // Two incarnations of one rank, and every rank, never share a writer id,
 // not even across a restart of the coordinator.
 TEST(CoordinatorTest, WriterIdsAreNeverReissued) {

@@ -194,7 +194,7 @@ class Trainer : public StepObserver {
     options.deadline = Seconds(config_.cluster().rpc_deadline_seconds());
     // A fresh writer per incarnation, never one an earlier writer had: a
     // restarted trainer's sequences start again at 1 and must not be taken
-    // for replays of the old ones (coordinator/writer_ids.h).
+    // for replays of the old ones (coordinator/id_source.h).
     options.writer_id = registered.writer_id();
     if (options.writer_id == 0) {
       return absl::InternalError(

@@ -71,7 +71,7 @@ struct PsClientOptions {
   // Merged keys a pserver's push queue holds before PushAsync blocks.
   size_t max_pending_keys = 1 << 20;
   // Identifies this writer's pushes; never used by another writer
-  // (the coordinator issues them: coordinator/writer_ids.h).
+  // (the coordinator issues them: coordinator/id_source.h).
   uint64_t writer_id = 0;
   // Channel credentials (TLS, token); null means plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;

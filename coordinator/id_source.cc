@@ -1,4 +1,4 @@
-#include "coordinator/writer_ids.h"
+#include "coordinator/id_source.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,10 +12,10 @@
 
 namespace sampan {
 
-WriterIds::WriterIds(std::string state_file, std::function<absl::Time()> now)
+IdSource::IdSource(std::string state_file, std::function<absl::Time()> now)
     : state_file_(std::move(state_file)), now_(std::move(now)) {}
 
-absl::StatusOr<uint64_t> WriterIds::Next() {
+absl::StatusOr<uint64_t> IdSource::Next() {
   absl::MutexLock lock(&mu_);
   if (!loaded_ && !state_file_.empty()) {
     // The end of the last block any coordinator reserved with this file.
@@ -24,7 +24,7 @@ absl::StatusOr<uint64_t> WriterIds::Next() {
     if (in && std::getline(in, text) &&
         !absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &block_end_)) {
       return absl::DataLossError(absl::StrCat(
-          state_file_, ": expected the end of the last writer id block, got '",
+          state_file_, ": expected the end of the last block of ids, got '",
           text, "'"));
     }
   }
@@ -42,7 +42,7 @@ absl::StatusOr<uint64_t> WriterIds::Next() {
               WriteFileDurably(state_file_, absl::StrCat(start + kBlock, "\n"));
           !s.ok()) {
         return absl::UnavailableError(
-            absl::StrCat("reserving writer ids: ", s.message()));
+            absl::StrCat("reserving ids: ", s.message()));
       }
     }
     next_ = start;

@@ -1,4 +1,4 @@
-#include "coordinator/writer_ids.h"
+#include "coordinator/id_source.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,17 +13,17 @@ namespace {
 std::string TempFile(const std::string& name) {
   const std::string dir =
       std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
-      "/writer_ids_test";
+      "/id_source_test";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + name;
   std::filesystem::remove(path);
   return path;
 }
 
-TEST(WriterIdsTest, IdsAreUniqueWithinAndAcrossBlocks) {
-  WriterIds ids(TempFile("within"));
+TEST(IdSourceTest, IdsAreUniqueWithinAndAcrossBlocks) {
+  IdSource ids(TempFile("within"));
   std::set<uint64_t> seen;
-  for (uint64_t i = 0; i < 3 * WriterIds::kBlock + 5; ++i) {
+  for (uint64_t i = 0; i < 3 * IdSource::kBlock + 5; ++i) {
     absl::StatusOr<uint64_t> id = ids.Next();
     ASSERT_TRUE(id.ok()) << id.status();
     EXPECT_NE(*id, 0u);
@@ -33,13 +33,13 @@ TEST(WriterIdsTest, IdsAreUniqueWithinAndAcrossBlocks) {
 
 // A restarted coordinator whose clock went back (or stands still) still
 // continues past every id the earlier one issued: the file says where.
-TEST(WriterIdsTest, RestartWithTheFileNeverReusesAnIdWhateverTheClock) {
+TEST(IdSourceTest, RestartWithTheFileNeverReusesAnIdWhateverTheClock) {
   const std::string file = TempFile("restart");
   absl::Time clock = absl::FromUnixSeconds(2000000000);
   auto now = [&clock] { return clock; };
   std::set<uint64_t> seen;
   for (int incarnation = 0; incarnation < 4; ++incarnation) {
-    WriterIds ids(file, now);
+    IdSource ids(file, now);
     for (int i = 0; i < 3; ++i) {
       absl::StatusOr<uint64_t> id = ids.Next();
       ASSERT_TRUE(id.ok()) << id.status();
@@ -51,21 +51,21 @@ TEST(WriterIdsTest, RestartWithTheFileNeverReusesAnIdWhateverTheClock) {
 }
 
 // Without the file, the clock floor puts a later coordinator's ids above.
-TEST(WriterIdsTest, WithoutTheFileTheClockFloorSeparatesCoordinators) {
+TEST(IdSourceTest, WithoutTheFileTheClockFloorSeparatesCoordinators) {
   absl::Time clock = absl::FromUnixSeconds(2000000000);
   auto now = [&clock] { return clock; };
-  WriterIds first("", now);
+  IdSource first("", now);
   uint64_t last = 0;
   for (int i = 0; i < 100; ++i) last = *first.Next();
   clock += absl::Milliseconds(1);
-  WriterIds second("", now);
+  IdSource second("", now);
   EXPECT_GT(*second.Next(), last);
 }
 
-TEST(WriterIdsTest, ACorruptFileIsAnErrorNamingIt) {
+TEST(IdSourceTest, ACorruptFileIsAnErrorNamingIt) {
   const std::string file = TempFile("corrupt");
   std::ofstream(file) << "not a number\n";
-  WriterIds ids(file);
+  IdSource ids(file);
   absl::StatusOr<uint64_t> id = ids.Next();
   ASSERT_FALSE(id.ok());
   EXPECT_NE(id.status().message().find(file), absl::string_view::npos)
