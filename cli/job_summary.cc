@@ -64,6 +64,9 @@ void PrintJobSummary(const JobConfig& config, const JobSummary& s,
   if (s.pserver_restarts > 0) {
     out << s.pserver_restarts << " pserver restart(s) during the job\n";
   }
+  if (s.coordinator_restarts > 0) {
+    out << s.coordinator_restarts << " coordinator restart(s) during the job\n";
+  }
   if (s.serve_restarts > 0) {
     out << s.serve_restarts << " serving restart(s) during the job\n";
   }

@@ -19,6 +19,7 @@ struct JobSummary {
   // Restarts the launcher made, by role.
   int pserver_restarts = 0;
   int serve_restarts = 0;
+  int coordinator_restarts = 0;
   int trainer_restarts = 0;
 };
 

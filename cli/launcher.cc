@@ -203,9 +203,17 @@ class Launcher {
     const std::string port_file =
         absl::StrCat(config_.output_dir(), "/coordinator.port");
     std::remove(port_file.c_str());
-    Spawn("coordinator", false,
-          {"coordinator", "--config=" + config_path_,
-           "--port_file=" + port_file});
+    // One id per launch: a coordinator restarted with it resumes this
+    // launch's rendezvous state (keys, released barriers), not an earlier
+    // launch's in the same output_dir.
+    const std::string launch_id =
+        absl::StrCat(getpid(), "-", absl::ToUnixNanos(absl::Now()));
+    Child& coordinator_child =
+        Spawn("coordinator", false,
+              {"coordinator", "--config=" + config_path_,
+               "--port_file=" + port_file, "--launch_id=" + launch_id});
+    coordinator_child.port_file = port_file;
+    coordinator_child.restarts_left = config_.cluster().max_restarts();
     const std::string coordinator = WaitForCoordinator(port_file);
     if (coordinator.empty()) return ReportFailure();
     // Only a durable table survives a restart; a memory-backed pserver
@@ -298,9 +306,10 @@ class Launcher {
   bool Restart(Child& c) {
     if (stopping_ || c.restarts_left <= 0) return false;
     if (c.is_trainer) return RestartTrainer(c);
-    const bool serve = c.name == "serve";
+    // Serving's users and every member hold the coordinator's address.
+    const bool same_port = c.name == "serve" || c.name == "coordinator";
     std::string where = "a new port";
-    if (serve) {
+    if (same_port) {
       std::ifstream in(c.port_file);
       int port = 0;
       if (!(in >> port) || port <= 0) return false;
@@ -315,12 +324,17 @@ class Launcher {
               << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
               << "; restarting it on " << where << " (" << c.restarts_left
               << " restarts left)"
-              << (serve ? "; it loads the newest version again\n"
-                        : "; it recovers acknowledged pushes from its RocksDB "
-                          "log, and its clients find it through the shard "
-                          "map\n");
+              << (c.name == "serve" ? "; it loads the newest version again\n"
+                  : c.name == "coordinator"
+                      ? "; members re-register with it and training goes "
+                        "on meanwhile\n"
+                      : "; it recovers acknowledged pushes from its RocksDB "
+                        "log, and its clients find it through the shard "
+                        "map\n");
     Launch(c, O_APPEND);
-    ++(c.name == "serve" ? serve_restarts_ : restarts_);
+    ++(c.name == "serve"         ? serve_restarts_
+       : c.name == "coordinator" ? coordinator_restarts_
+                                 : restarts_);
     return true;
   }
 
@@ -544,6 +558,7 @@ class Launcher {
     summary.planted_logloss = synthetic_.planted_logloss;
     summary.pserver_restarts = restarts_;
     summary.serve_restarts = serve_restarts_;
+    summary.coordinator_restarts = coordinator_restarts_;
     summary.trainer_restarts = trainer_restarts_;
     PrintJobSummary(config_, summary, std::cout);
   }
@@ -569,6 +584,7 @@ class Launcher {
   std::string serve_port_file_;  // serving.enabled
   bool serving_announced_ = false;
   int serve_restarts_ = 0;
+  int coordinator_restarts_ = 0;
 };
 
 }  // namespace

@@ -142,10 +142,12 @@ Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known) {
 int CoordinatorMain(int argc, char** argv) {
   BlockTerminationSignals();
   SetLogRole("coordinator");
-  Invocation inv = ParseOrExit(
-      argc, argv,
-      {"port", "port_file", "host", "metrics_port", "metrics_port_file"});
-  auto service = NewCoordinatorService(inv.config);
+  Invocation inv = ParseOrExit(argc, argv,
+                               {"port", "port_file", "host", "metrics_port",
+                                "metrics_port_file", "launch_id"});
+  // `sampan run` names its launch, so that a coordinator it restarts
+  // resumes the rendezvous state of this launch (coordinator/coordinator.h).
+  auto service = NewCoordinatorService(inv.config, inv.flags.Get("launch_id"));
   ServeOptions options;
   options.host = inv.config.cluster().host();
   options.port =

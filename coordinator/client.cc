@@ -3,12 +3,38 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/retry.h"
 
 namespace sampan {
 namespace {
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+// Runs `attempt(context)` until it succeeds, fails with anything but
+// UNAVAILABLE, or `budget` has passed: a coordinator that is restarting
+// (`sampan run` brings a dead one back on its port) is waited for. Each
+// attempt waits for the channel to connect (wait_for_ready) and gets the
+// budget's remainder, at most `per_attempt`, as its deadline. The calls
+// retried are those a second arrival makes no different: registration
+// (a new incarnation), barrier arrivals (a set of indices), key-value
+// puts and gets.
+template <typename Attempt>
+grpc::Status WithRetries(absl::Duration budget, absl::Duration per_attempt,
+                         Attempt attempt) {
+  const absl::Time give_up = absl::Now() + budget;
+  Backoff backoff(absl::Milliseconds(50), absl::Seconds(1), budget);
+  while (true) {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    context.set_deadline(
+        absl::ToChronoTime(std::min(give_up, absl::Now() + per_attempt)));
+    grpc::Status s = attempt(&context);
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || !backoff.Wait()) {
+      return s;
+    }
+  }
 }
 
 }  // namespace
@@ -27,19 +53,19 @@ CoordinatorClient::CoordinatorClient(
 absl::Status CoordinatorClient::Register(coord::Role role, int index,
                                          const std::string& address,
                                          coord::RegisterResponse* response) {
-  grpc::ClientContext context;
-  // The coordinator may still be starting: wait for the channel to connect
-  // rather than failing the first attempt.
-  context.set_wait_for_ready(true);
-  SetDeadline(&context, wait_timeout_);
+  // The coordinator may still be starting, or restarting.
   coord::RegisterRequest req;
   req.set_role(role);
   req.set_index(index);
   req.set_address(address);
   coord::RegisterResponse resp;
-  return GrpcToStatus(
-      stub_->Register(&context, req, response ? response : &resp),
-      absl::StrCat("Register with coordinator ", address_));
+  return GrpcToStatus(WithRetries(wait_timeout_, wait_timeout_,
+                                  [&](grpc::ClientContext* context) {
+                                    return stub_->Register(
+                                        context, req,
+                                        response ? response : &resp);
+                                  }),
+                      absl::StrCat("Register with coordinator ", address_));
 }
 
 absl::Status CoordinatorClient::Heartbeat(
@@ -65,13 +91,13 @@ CoordinatorClient::CheckpointArrive(const coord::CheckpointArriveRequest& req,
 }
 
 absl::StatusOr<coord::ClusterSpec> CoordinatorClient::WaitClusterSpec() {
-  grpc::ClientContext context;
-  context.set_wait_for_ready(true);
-  SetDeadline(&context, wait_timeout_);
   coord::GetClusterSpecRequest req;
   req.set_wait_complete(true);
   coord::ClusterSpec spec;
-  grpc::Status s = stub_->GetClusterSpec(&context, req, &spec);
+  grpc::Status s = WithRetries(
+      wait_timeout_, wait_timeout_, [&](grpc::ClientContext* context) {
+        return stub_->GetClusterSpec(context, req, &spec);
+      });
   if (!s.ok()) return GrpcToStatus(s, "GetClusterSpec");
   return spec;
 }
@@ -99,40 +125,44 @@ ShardMap CoordinatorClient::ToShardMap(const coord::ShardMap& map) {
 
 absl::Status CoordinatorClient::Barrier(const std::string& name, int count,
                                         int index) {
-  grpc::ClientContext context;
-  SetDeadline(&context, wait_timeout_);
   coord::BarrierRequest req;
   req.set_name(name);
   req.set_count(count);
   req.set_index(index);
   coord::BarrierResponse resp;
-  return GrpcToStatus(stub_->Barrier(&context, req, &resp),
+  return GrpcToStatus(WithRetries(wait_timeout_, wait_timeout_,
+                                  [&](grpc::ClientContext* context) {
+                                    return stub_->Barrier(context, req, &resp);
+                                  }),
                       absl::StrCat("Barrier '", name, "'"));
 }
 
 absl::Status CoordinatorClient::KvPut(const std::string& key,
                                       const std::string& value) {
-  grpc::ClientContext context;
-  SetDeadline(&context, rpc_deadline_);
   coord::KvPutRequest req;
   req.set_key(key);
   req.set_value(value);
   coord::KvPutResponse resp;
-  return GrpcToStatus(stub_->KvPut(&context, req, &resp), "KvPut");
+  return GrpcToStatus(WithRetries(wait_timeout_, rpc_deadline_,
+                                  [&](grpc::ClientContext* context) {
+                                    return stub_->KvPut(context, req, &resp);
+                                  }),
+                      absl::StrCat("KvPut '", key, "'"));
 }
 
 absl::StatusOr<std::string> CoordinatorClient::KvGet(const std::string& key,
                                                      bool wait,
                                                      absl::Duration timeout) {
-  grpc::ClientContext context;
   // A waiting reader may start before the coordinator is up.
-  context.set_wait_for_ready(wait);
-  SetDeadline(&context, wait ? timeout : rpc_deadline_);
   coord::KvGetRequest req;
   req.set_key(key);
   req.set_wait(wait);
   coord::KvGetResponse resp;
-  grpc::Status s = stub_->KvGet(&context, req, &resp);
+  grpc::Status s = WithRetries(wait ? timeout : wait_timeout_,
+                               wait ? timeout : rpc_deadline_,
+                               [&](grpc::ClientContext* context) {
+                                 return stub_->KvGet(context, req, &resp);
+                               });
   if (!s.ok()) return GrpcToStatus(s, absl::StrCat("KvGet '", key, "'"));
   if (!resp.found()) {
     return absl::NotFoundError(absl::StrCat("KvGet: key '", key, "' not set"));

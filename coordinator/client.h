@@ -1,7 +1,12 @@
 // A client for the coordinator that puts a deadline on every call.
 //
 // Thread-safe (gRPC stubs are). Waits (cluster spec, barriers, keys) are
-// bounded by `wait_timeout`, every other call by `rpc_deadline`.
+// bounded by `wait_timeout`, every other call by `rpc_deadline`. Register,
+// Barrier, KvPut and KvGet ride out a coordinator that is down or
+// restarting: they wait for it and retry UNAVAILABLE within wait_timeout
+// (an arrival or a put made twice is the same as once). Heartbeats, shard
+// map fetches, job status and checkpoint arrivals are tried once: their
+// callers try again on their own schedule or abandon the round.
 #ifndef SAMPAN_COORDINATOR_CLIENT_H_
 #define SAMPAN_COORDINATOR_CLIENT_H_
 

@@ -1,5 +1,7 @@
 #include "coordinator/coordinator.h"
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -10,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/file_digest.h"
 #include "common/log.h"
 #include "common/shard_map.h"
 #include "coordinator/checkpoint_store.h"
@@ -34,8 +37,10 @@ absl::Time WaitLimit(const ServerContext* context) {
 
 class CoordinatorImpl final : public coord::Coordinator::Service {
  public:
-  explicit CoordinatorImpl(const JobConfig& config)
+  CoordinatorImpl(const JobConfig& config, const std::string& launch_id)
       : config_(config),
+        launch_id_(launch_id),
+        state_file_(launch_id.empty() ? "" : StateFile(config, "state.pb")),
         start_(absl::Now()),
         shard_map_(InitialShardMap(
             config.table().num_shards(),
@@ -43,7 +48,9 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
         writer_ids_(StateFile(config, "writer_ids")),
         map_versions_(StateFile(config, "shard_map_versions")),
         checkpointer_(Checkpointer::Create(
-            config, [this] { return PserverAddresses(); })) {}
+            config, [this] { return PserverAddresses(); })) {
+    LoadState();
+  }
 
   Status Register(ServerContext*, const coord::RegisterRequest* req,
                   coord::RegisterResponse* resp) override {
@@ -154,7 +161,15 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     absl::MutexLock lock(&mu_);
     BarrierState& b = barriers_[req->name()];
     b.arrived.insert(req->index());
-    if (static_cast<int>(b.arrived.size()) >= req->count()) b.released = true;
+    if (!b.released && static_cast<int>(b.arrived.size()) >= req->count()) {
+      b.released = true;
+      // Kept before anyone leaves: an arrival retried after a restart of
+      // this coordinator must find the barrier released, not wait for
+      // members that passed it long ago.
+      if (absl::Status s = SaveState(); !s.ok()) {
+        SAMPAN_LOG(ERROR) << "Barrier '" << req->name() << "': " << s.message();
+      }
+    }
     if (!mu_.AwaitWithDeadline(absl::Condition(&b.released),
                                WaitLimit(context))) {
       return Status(
@@ -169,6 +184,11 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
                coord::KvPutResponse*) override {
     absl::MutexLock lock(&mu_);
     kv_[req->key()] = req->value();
+    if (absl::Status s = SaveState(); !s.ok()) {
+      kv_.erase(req->key());  // not acknowledged: the caller retries
+      return Status(StatusCode::UNAVAILABLE,
+                    absl::StrCat("KvPut '", req->key(), "': ", s.message()));
+    }
     return Status::OK;
   }
 
@@ -223,6 +243,48 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     return out;
   }
 
+  // Writes the rendezvous state durably (a no-op without a launch id).
+  absl::Status SaveState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (state_file_.empty()) return absl::OkStatus();
+    coord::CoordinatorState state;
+    state.set_launch_id(launch_id_);
+    for (const auto& [key, value] : kv_) (*state.mutable_kv())[key] = value;
+    for (const auto& [name, b] : barriers_) {
+      if (b.released) state.add_released_barriers(name);
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(
+        std::filesystem::path(state_file_).parent_path(), ec);
+    return WriteFileDurably(state_file_, state.SerializeAsString());
+  }
+
+  // Resumes the rendezvous state of this launch, if a coordinator before
+  // this one kept any.
+  void LoadState() {
+    if (state_file_.empty()) return;
+    std::ifstream in(state_file_, std::ios::binary);
+    const bool exists = in.is_open();  // parsing leaves `in` at EOF
+    coord::CoordinatorState state;
+    if (exists && !state.ParseFromIstream(&in)) {
+      SAMPAN_LOG(ERROR) << state_file_
+                        << ": not a CoordinatorState; starting empty";
+      return;
+    }
+    if (!exists || state.launch_id() != launch_id_) {  // none, or another launch's
+      SAMPAN_LOG(INFO) << "launch " << launch_id_ << ": no state kept yet in "
+                       << state_file_;
+      return;
+    }
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, value] : state.kv()) kv_[key] = value;
+    for (const std::string& name : state.released_barriers()) {
+      barriers_[name].released = true;
+    }
+    SAMPAN_LOG(INFO) << "launch " << launch_id_ << ": resumed " << kv_.size()
+                     << " keys and " << state.released_barriers_size()
+                     << " released barriers from " << state_file_;
+  }
+
   int CountRole(coord::Role role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     int n = 0;
     for (const auto& [key, slot] : members_) n += key.first == role;
@@ -260,6 +322,8 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   }
 
   const JobConfig config_;
+  const std::string launch_id_;
+  const std::string state_file_;  // "" without a launch id
   const absl::Time start_;
   absl::Mutex mu_;
   std::map<Key, Slot> members_ ABSL_GUARDED_BY(mu_);
@@ -277,8 +341,8 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
 }  // namespace
 
 std::unique_ptr<coord::Coordinator::Service> NewCoordinatorService(
-    const JobConfig& config) {
-  return std::make_unique<CoordinatorImpl>(config);
+    const JobConfig& config, const std::string& launch_id) {
+  return std::make_unique<CoordinatorImpl>(config, launch_id);
 }
 
 }  // namespace sampan

@@ -9,12 +9,15 @@
 // Every wait (cluster spec, barrier, key) is bounded by the caller's RPC
 // deadline: a missing member turns into DEADLINE_EXCEEDED, never a hang.
 // It holds the job's shard map (common/shard_map.h) and issues each trainer
-// incarnation its writer id. State lives in memory, but for the counters
-// that must never go back (coordinator/id_source.h: writer ids, shard map
-// versions), reserved in files under <checkpoint root>/coordinator/. A
-// restarted coordinator starts empty and members re-register (they do so on
-// every heartbeat that finds them unknown); its map versions continue above
-// the old ones, so clients follow its maps.
+// incarnation its writer id. Membership, progress and checkpoint rounds live
+// in memory; the counters that must never go back (coordinator/id_source.h:
+// writer ids, shard map versions) are reserved in files under
+// <checkpoint root>/coordinator/, and the rendezvous state (keys, released
+// barriers) is kept there too (below). A restarted coordinator rebuilds its
+// membership from members re-registering (they do so on every heartbeat
+// that finds them unknown); its map versions continue above the old ones,
+// so clients follow its maps; a checkpoint round it was running is
+// abandoned (the trainers go on and the next round takes one).
 #ifndef SAMPAN_COORDINATOR_COORDINATOR_H_
 #define SAMPAN_COORDINATOR_COORDINATOR_H_
 
@@ -27,8 +30,16 @@ namespace sampan {
 
 // Creates the service for `config`'s cluster sizes. Thread-safe: gRPC calls
 // its handlers from many threads; one mutex guards all state.
+//
+// With a `launch_id` (one per launch of the job: `sampan run` makes one and
+// passes the same to a coordinator it restarts), the key-value store and the
+// barriers released are also kept in <checkpoint root>/coordinator/state.pb,
+// written durably before a put is acknowledged or a barrier's waiters are
+// released; a coordinator started with the same launch id resumes from it,
+// so members that retry their calls across the restart (coordinator/
+// client.h) see what they saw before. A state of another launch is ignored.
 std::unique_ptr<coord::Coordinator::Service> NewCoordinatorService(
-    const JobConfig& config);
+    const JobConfig& config, const std::string& launch_id = "");
 
 }  // namespace sampan
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "gtest/gtest.h"
 
@@ -80,6 +81,59 @@ TEST(CoordinatorTest, ShardMapVersionsKeepRisingAcrossARestart) {
   auto service = NewCoordinatorService(job);
   Register(*service, coord::PSERVER, 0, "h:1");
   EXPECT_GT(Map(*service).version(), before);
+}
+
+bool Found(coord::Coordinator::Service& service, const std::string& key) {
+  grpc::ServerContext context;
+  coord::KvGetRequest req;
+  req.set_key(key);
+  coord::KvGetResponse resp;
+  EXPECT_TRUE(service.KvGet(&context, &req, &resp).ok());
+  return resp.found();
+}
+
+// A coordinator restarted with the launch's id finds the keys put and the
+// barriers released before: a member retrying its arrival after the restart
+// is not left waiting for members that passed long ago.
+TEST(CoordinatorTest, RestartWithTheLaunchIdResumesKeysAndBarriers) {
+  const JobConfig job = Job("launch");
+  {
+    auto service = NewCoordinatorService(job, "launch-1");
+    grpc::ServerContext put_context;
+    coord::KvPutRequest put;
+    put.set_key("pass/0");
+    put.set_value("day-1");
+    coord::KvPutResponse put_resp;
+    ASSERT_TRUE(service->KvPut(&put_context, &put, &put_resp).ok());
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&service, r] {
+        grpc::ServerContext context;
+        coord::BarrierRequest req;
+        req.set_name("trained");
+        req.set_count(2);
+        req.set_index(r);
+        coord::BarrierResponse resp;
+        EXPECT_TRUE(service->Barrier(&context, &req, &resp).ok());
+      });
+    }
+    for (auto& t : ranks) t.join();
+  }
+  auto again = NewCoordinatorService(job, "launch-1");
+  EXPECT_TRUE(Found(*again, "pass/0"));
+  grpc::ServerContext context;
+  coord::BarrierRequest req;
+  req.set_name("trained");
+  req.set_count(2);
+  req.set_index(1);  // rank 1 retries alone
+  coord::BarrierResponse resp;
+  EXPECT_TRUE(again->Barrier(&context, &req, &resp).ok());
+  // Another launch in the same output_dir starts afresh.
+  auto other = NewCoordinatorService(job, "launch-2");
+  EXPECT_FALSE(Found(*other, "pass/0"));
+  // Without a launch id nothing is kept.
+  auto plain = NewCoordinatorService(job);
+  EXPECT_FALSE(Found(*plain, "pass/0"));
 }
 
 // Two incarnations of one rank, and every rank, never share a writer id,

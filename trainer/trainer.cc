@@ -556,6 +556,15 @@ class Trainer : public StepObserver {
     }
     coord::HeartbeatResponse resp;
     absl::Status s = coordinator_.Heartbeat(req, &resp);
+    if (absl::IsNotFound(s)) {
+      // A restarted coordinator has forgotten us: register again. (Our
+      // writer id stays ours; the new one it issues goes unused.)
+      SAMPAN_LOG(INFO) << "trainer " << rank_
+                       << ": the coordinator does not know us (restarted?); "
+                          "registering again";
+      s = coordinator_.Register(coord::TRAINER, rank_, "");
+      if (s.ok()) s = coordinator_.Heartbeat(req, &resp);
+    }
     if (s.ok() && resp.checkpoint_epoch() > 0) {
       gate_.Announce(resp.checkpoint_epoch(), resp.checkpoint_at_step());
     }

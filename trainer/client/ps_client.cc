@@ -9,7 +9,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
 #include "trainer/client/push_queue.h"
-#include "trainer/client/retry.h"
+#include "common/retry.h"
 #include "trainer/client/routes.h"
 
 namespace sampan {

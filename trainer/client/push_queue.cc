@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/thread_priority.h"
-#include "trainer/client/retry.h"
+#include "common/retry.h"
 
 namespace sampan {
 

@@ -1,7 +1,8 @@
-// Retry policy shared by pulls, pushes and shrinks: which failures are
-// transient, and exponential backoff with jitter bounded by a total budget.
-#ifndef SAMPAN_TRAINER_CLIENT_RETRY_H_
-#define SAMPAN_TRAINER_CLIENT_RETRY_H_
+// Retry policy shared by pulls, pushes, shrinks and coordinator calls: which
+// failures are transient, and exponential backoff with jitter bounded by a
+// total budget.
+#ifndef SAMPAN_COMMON_RETRY_H_
+#define SAMPAN_COMMON_RETRY_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -66,4 +67,4 @@ class Backoff {
 
 }  // namespace sampan
 
-#endif  // SAMPAN_TRAINER_CLIENT_RETRY_H_
+#endif  // SAMPAN_COMMON_RETRY_H_

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Fault: SIGKILL the coordinator FAULT_COORD_KILLS (3) times while the job
+# trains and takes checkpoints. The launcher restarts it on its port with the
+# same launch id; pservers and trainers keep pulling and pushing meanwhile
+# (that needs no coordinator), re-register when their heartbeat finds it has
+# forgotten them, and retry their barrier and key-value calls; a checkpoint
+# round it was running is abandoned and a later one completes. The job must
+# finish with every acknowledged push applied once and the fault-free AUC.
+set -uo pipefail
+CASE=coordinator_kill
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" 2>/dev/null ||
+  source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/fault/lib.sh"
+trap cleanup_job EXIT
+
+job="$TMP/coordinator-kill"
+write_job "$job"
+start_time=$(date +%s)
+start_job "$job" || finish
+start_counter "$job"
+kills=0
+for _ in $(seq 1 "${FAULT_COORD_KILLS:-3}"); do
+  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.5 + 1.0 * r / 32768 }')"
+  victim=$(pgrep -f -- "coordinator --config=$job/job.pbtxt" | head -1)
+  [ -n "$victim" ] || continue
+  kill -9 "$victim" && kills=$((kills + 1))
+  log "SIGKILL coordinator (pid $victim), kill $kills"
+  # Back on its port before the next kill (a kill of a coordinator still
+  # starting is a case of its own).
+  for _ in $(seq 1 100); do
+    pgrep -f -- "coordinator --config=$job/job.pbtxt" > /dev/null && break
+    sleep 0.05
+  done
+  sleep 0.5
+done
+wait $launcher; rc=$?
+tail -4 "$job.out"
+elapsed=$(( $(date +%s) - start_time ))
+restarts=$(grep -c "coordinator (pid [0-9]*) killed by signal 9.*; restarting it on port" "$job.out")
+late=$(grep -c "coordinator .* while the job was stopping; not restarted" "$job.out")
+EXTRA_LINE="$kills SIGKILLs, $restarts restarts, $(checkpoints_of "$job") checkpoints kept, ${elapsed}s"
+[ $rc -eq 0 ] && pass "job finished after $kills coordinator SIGKILLs" \
+  || fail "job exited $rc after $kills SIGKILLs: $(grep error "$job.out" | head -3)"
+[ "$kills" -ge "${FAULT_COORD_KILLS:-3}" ] || fail "only $kills kills landed (job too short?)"
+[ $((restarts + late)) -eq "$kills" ] && [ "$restarts" -ge 1 ] \
+  && pass "$restarts coordinator restarts on its port" \
+  || fail "$restarts restarts (+$late late) for $kills kills"
+# Every incarnation ran as the same launch (and so would resume its state).
+launches=$(grep -o "launch [0-9-]*:" "$job"/logs/coordinator.log | sort | uniq -c)
+[ "$(wc -l <<< "$launches")" -eq 1 ] && [ "$(awk '{print $1}' <<< "$launches")" -ge $((restarts + 1)) ] \
+  && pass "$((restarts + 1)) coordinator incarnations of one launch" \
+  || fail "coordinator incarnations by launch: $launches"
+grep -q "registering again" "$job"/logs/trainer-*.log \
+  && pass "trainers registered again with the new coordinator" \
+  || fail "no trainer registered again"
+[ "$(checkpoints_of "$job")" -ge 1 ] || fail "no complete checkpoint"
+check_auc "$job"
+check_counter "$job"
+check_leftover "$job"
+finish
