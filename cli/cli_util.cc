@@ -79,19 +79,24 @@ void WritePortFile(const std::string& path, int port) {
   }
 }
 
-// Serves this process's metrics when --metrics_port is given (0 = any),
-// writing the bound port to --metrics_port_file when given.
 std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
-                                                 const std::string& host) {
+                                                 const JobConfig& config) {
   if (!flags.Has("metrics_port")) return nullptr;
-  auto server =
-      MetricsServer::Start(host, IntFlagOrExit(flags, "metrics_port", 0));
+  MetricsServerOptions options;
+  options.host = config.cluster().host();
+  options.port = IntFlagOrExit(flags, "metrics_port", 0);
+  options.security = SecurityOptionsFromJob(config);
+  auto server = MetricsServer::Start(options);
   if (!server.ok()) {
+    if (absl::IsFailedPrecondition(server.status()) ||
+        absl::IsInvalidArgument(server.status())) {
+      std::exit(ConfigError(server.status()));
+    }
     SAMPAN_LOG(ERROR) << server.status().message();
     std::exit(1);
   }
-  SAMPAN_LOG(INFO) << "metrics on http://" << host << ":" << (*server)->port()
-                   << "/metrics";
+  SAMPAN_LOG(INFO) << "metrics on " << (*server)->scheme() << "://"
+                   << options.host << ":" << (*server)->port() << "/metrics";
   if (flags.Has("metrics_port_file")) {
     WritePortFile(flags.Get("metrics_port_file"), (*server)->port());
   }

@@ -44,10 +44,13 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
 // Writes `port` to `path` atomically (by rename).
 void WritePortFile(const std::string& path, int port);
 
-// Serves this process's metrics when --metrics_port is given (0 = any),
-// writing the bound port to --metrics_port_file when given; null otherwise.
+// Serves this process's metrics on cluster.host when --metrics_port is
+// given (0 = any), under the job's cluster.security (HTTPS and the token
+// when secured; common/metrics.h), writing the bound port to
+// --metrics_port_file when given; null otherwise. A setting the listen
+// policy refuses exits with status 2.
 std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
-                                                 const std::string& host);
+                                                 const JobConfig& config);
 
 // `sampan serve`: one process with every row (the default), a lookup shard
 // (--role=lookup --shard=I) or a predictor front end (--role=predictor).

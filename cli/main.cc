@@ -112,7 +112,10 @@ commands:
                           All three also take --host=H (bind and advertise
                           H instead of cluster.host), --metrics_port=P
                           (serve /metrics; 0 = any free port) and
-                          --metrics_port_file=F (write the bound port to F)
+                          --metrics_port_file=F (write the bound port to F);
+                          coordinator and pserver --advertise=NAME (others
+                          reach it, and check its TLS certificate, by NAME
+                          instead of H: a pod's DNS name on Kubernetes)
 )";
 
 // Parses flags and the --config they name; exits with status 2 on error.
@@ -143,18 +146,20 @@ int CoordinatorMain(int argc, char** argv) {
   BlockTerminationSignals();
   SetLogRole("coordinator");
   Invocation inv = ParseOrExit(argc, argv,
-                               {"port", "port_file", "host", "metrics_port",
-                                "metrics_port_file", "launch_id"});
+                               {"port", "port_file", "host", "advertise",
+                                "metrics_port", "metrics_port_file",
+                                "launch_id"});
   // `sampan run` names its launch, so that a coordinator it restarts
   // resumes the rendezvous state of this launch (coordinator/coordinator.h).
   auto service = NewCoordinatorService(inv.config, inv.flags.Get("launch_id"));
   ServeOptions options;
   options.host = inv.config.cluster().host();
+  options.advertise = inv.flags.Get("advertise");
   options.port =
       IntFlagOrExit(inv.flags, "port", inv.config.cluster().coordinator_port());
   options.port_file = inv.flags.Get("port_file");
   options.credentials = ServerCredentialsOrExit(inv.config);
-  auto metrics = MaybeStartMetrics(inv.flags, options.host);
+  auto metrics = MaybeStartMetrics(inv.flags, inv.config);
   // Job-level metrics from the heartbeats, read back on every tick through
   // our own JobStatus RPC, which has a deadline.
   std::unique_ptr<JobMetrics> job_metrics;
@@ -162,9 +167,12 @@ int CoordinatorMain(int argc, char** argv) {
   if (metrics != nullptr) {
     job_metrics = std::make_unique<JobMetrics>();
     options.on_started = [&](const std::string& address) {
+      // Ourselves at the address we bound, under the name we advertise.
+      const std::string port = address.substr(address.rfind(':') + 1);
       self = std::make_unique<CoordinatorClient>(
-          address, absl::Seconds(2), absl::Seconds(2),
-          ChannelCredentialsOrExit(inv.config));
+          absl::StrCat(options.host, ":", port), absl::Seconds(2),
+          absl::Seconds(2), ChannelCredentialsOrExit(inv.config),
+          options.advertise);
       return absl::OkStatus();
     };
     options.on_tick = [&] {
@@ -179,9 +187,10 @@ int CoordinatorMain(int argc, char** argv) {
 
 int PserverMain(int argc, char** argv) {
   BlockTerminationSignals();
-  Invocation inv = ParseOrExit(argc, argv,
-                               {"index", "coordinator", "port", "port_file",
-                                "metrics_port", "metrics_port_file", "host"});
+  Invocation inv =
+      ParseOrExit(argc, argv,
+                  {"index", "coordinator", "port", "port_file", "metrics_port",
+                   "metrics_port_file", "host", "advertise"});
   const ClusterConfig& cluster = inv.config.cluster();
   const int index = IntFlagOrExit(inv.flags, "index", -1);
   if (index < 0 || index >= static_cast<int>(cluster.num_pservers())) {
@@ -189,7 +198,7 @@ int PserverMain(int argc, char** argv) {
         "--index=%d out of range [0, %d)", index, cluster.num_pservers())));
   }
   SetLogRole(absl::StrFormat("pserver-%d", index));
-  auto metrics = MaybeStartMetrics(inv.flags, cluster.host());
+  auto metrics = MaybeStartMetrics(inv.flags, inv.config);
   PserverOptions ps_options;
   ps_options.index = index;
   ps_options.num_shards = inv.config.table().num_shards();
@@ -239,6 +248,9 @@ int PserverMain(int argc, char** argv) {
 
   ServeOptions options;
   options.host = cluster.host();
+  // Registered with the coordinator: what trainers dial and check the
+  // certificate against.
+  options.advertise = inv.flags.Get("advertise");
   options.port = IntFlagOrExit(inv.flags, "port", 0);
   options.port_file = inv.flags.Get("port_file");
   options.credentials = ServerCredentialsOrExit(inv.config);
@@ -289,7 +301,7 @@ int TrainerMain(int argc, char** argv) {
   }
   SetLogRole(absl::StrFormat("trainer-%d", rank));
   // The PS client's families (pull latency, push queues) are served here.
-  auto metrics = MaybeStartMetrics(inv.flags, inv.config.cluster().host());
+  auto metrics = MaybeStartMetrics(inv.flags, inv.config);
   std::string checkpoint = inv.flags.Get("checkpoint");
   if (checkpoint == "latest") {
     // A replaced pod: resume where the newest complete checkpoint has us.

@@ -8,6 +8,7 @@
 #include "cli/render_checkpoint.h"
 #include "cli/render_pod.h"
 #include "cli/render_yaml.h"
+#include "common/security.h"
 #include "coordinator/checkpoint_store.h"
 
 namespace sampan {
@@ -190,7 +191,28 @@ std::string PolicyObjects(const Ctx& c) {
       .Emit();
 }
 
+// The name a scrape checks every pod's certificate against: Prometheus
+// dials pod IPs, and all pods of a job share one certificate.
+std::string MetricsTlsName(const std::string& name) {
+  return name + "-metrics";
+}
+
 std::string MonitoringObjects(const Ctx& c) {
+  Yaml endpoint = Yaml::Map(
+      {{"port", "metrics"}, {"path", "/metrics"}, {"interval", "15s"}});
+  // A secured job serves /metrics over TLS to scrapes with its token
+  // (common/metrics.h): both come from the job's Secret.
+  if (!c.k8s.tls_secret().empty()) {
+    auto key = [&](const char* k) {
+      return Yaml::Map({{"name", c.k8s.tls_secret()}, {"key", k}});
+    };
+    endpoint.Set("scheme", "https");
+    endpoint.Set("tlsConfig",
+                 Yaml::Map({{"ca", Yaml::Map({{"secret", key("ca.crt")}})},
+                            {"serverName", MetricsTlsName(c.name)}}));
+    endpoint.Set("authorization", Yaml::Map({{"type", "Bearer"},
+                                             {"credentials", key("token")}}));
+  }
   return Yaml::Map(
              {{"apiVersion", "monitoring.coreos.com/v1"},
               {"kind", "ServiceMonitor"},
@@ -200,10 +222,7 @@ std::string MonitoringObjects(const Ctx& c) {
                            Yaml::Map({{"matchLabels",
                                        Yaml::Map({{"app.kubernetes.io/instance",
                                                    c.name}})}})},
-                          {"endpoints",
-                           Yaml::List({Yaml::Map({{"port", "metrics"},
-                                                  {"path", "/metrics"},
-                                                  {"interval", "15s"}})})}})}})
+                          {"endpoints", Yaml::List({endpoint})}})}})
       .Emit();
 }
 
@@ -300,10 +319,69 @@ JobConfig KubernetesJobConfig(const JobConfig& job) {
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> CertificateNames(
+    const JobConfig& job) {
+  absl::StatusOr<std::string> name = DnsName(job.name());
+  if (!name.ok()) return name.status();
+  const std::string& n = *name;
+  std::vector<std::string> names = {n + "-coordinator"};
+  for (uint32_t i = 0; i < job.cluster().num_pservers(); ++i) {
+    names.push_back(absl::StrCat(n, "-pserver-", i, ".", n, "-pserver"));
+  }
+  std::vector<std::string> services = {"coordinator"};
+  std::vector<std::string> headless = {"pserver"};
+  if (job.serving().enabled()) {
+    names.push_back(n + "-serving");
+    services.push_back("serving");
+    if (job.serving().shards() > 1) {
+      for (uint32_t i = 0; i < job.serving().shards(); ++i) {
+        names.push_back(absl::StrCat(n, "-lookup-", i, ".", n, "-lookup"));
+      }
+      headless.push_back("lookup");
+    }
+  }
+  names.push_back(MetricsTlsName(n));
+  // Longer forms for clients in other namespaces. gRPC takes a wildcard
+  // only for a parent domain with a dot in it, so the short pod names
+  // above are listed one by one.
+  const std::string& ns = job.kubernetes().namespace_();
+  if (!ns.empty()) {
+    for (const std::string& s : services) {
+      const std::string svc = absl::StrCat(n, "-", s, ".", ns);
+      names.insert(names.end(),
+                   {svc, svc + ".svc", svc + ".svc.cluster.local"});
+    }
+    for (const std::string& s : headless) {
+      const std::string svc = absl::StrCat("*.", n, "-", s, ".", ns, ".svc");
+      names.insert(names.end(), {svc, svc + ".cluster.local"});
+    }
+  }
+  names.push_back("localhost");
+  return names;
+}
+
 absl::StatusOr<std::vector<RenderedFile>> RenderKubernetes(
     const JobConfig& job) {
   absl::StatusOr<std::string> name = DnsName(job.name());
   if (!name.ok()) return name.status();
+  // Every pod listens on its pod IP, where servers (and /metrics) refuse to
+  // start without TLS and a token unless the job is `insecure`
+  // (common/security.h): refuse the job rather than render pods that exit.
+  if (absl::Status s = CheckListenPolicy(
+          SecurityOptionsFromJob(KubernetesJobConfig(job)), "$(POD_IP)");
+      !s.ok()) {
+    const std::string why =
+        absl::IsFailedPrecondition(s)
+            ? "pods listen on their pod IPs, where Sampan's servers refuse to "
+              "start without TLS and a token"
+            : std::string(s.message());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kubernetes.tls_secret is not set, and ", why,
+        ": set kubernetes.tls_secret to a Secret with tls.crt, tls.key, "
+        "ca.crt and token (scripts/make-certs.sh JOB.yaml DIR makes them), "
+        "or cluster.security.insecure: true for plaintext without "
+        "authentication"));
+  }
   // A warm start from a checkpoint copies its pserver snapshots into each
   // pserver's data directory before the pservers start: `sampan run` does,
   // no rendered object does yet, and pservers starting empty would train

@@ -16,7 +16,9 @@
 //                        claim (or kubernetes.checkpoint_claim) is mounted at
 //                        kCheckpointMount in every pod (render_checkpoint.h)
 // Containers run `sampan coordinator|pserver|trainer` with flags that exist,
-// bind and advertise $(POD_IP), and read paths relative to their working
+// bind $(POD_IP) and advertise stable DNS names (CertificateNames), serve
+// /metrics under the job's TLS and token (the ServiceMonitor scrapes them
+// so), and read paths relative to their working
 // directory /var/lib/sampan (a volume), so the same objects run unchanged on
 // a cluster and, with names mapped, as local processes (tests/k8s_pods_test).
 // Pure functions of the config: same config, same bytes.
@@ -45,8 +47,22 @@ std::string JobToYaml(const JobConfig& job);
 // checkpoint.dir on the shared checkpoint volume when the job takes them.
 JobConfig KubernetesJobConfig(const JobConfig& job);
 
+// The DNS names a job's certificate must carry (subjectAltNames): those
+// clients dial and check it against, the coordinator's Service
+// (<name>-coordinator), every pserver pod under its headless Service
+// (<name>-pserver-<i>.<name>-pserver, what pservers advertise), serving's
+// Service and lookup shards when serving is on, <name>-metrics (what the
+// ServiceMonitor checks scraped pods against), namespaced forms when
+// kubernetes.namespace is set, and localhost. scripts/make-certs.sh makes a
+// CA and a certificate for them (`sampan render JOB.yaml
+// --target=tls-names`). InvalidArgument if the job name cannot be made a
+// DNS label.
+absl::StatusOr<std::vector<std::string>> CertificateNames(const JobConfig& job);
+
 // The kustomize directory described above. InvalidArgument if the job name
-// cannot be made a DNS label, or if the job takes checkpoints without a
+// cannot be made a DNS label, if the pods would refuse to listen on their
+// IPs (no kubernetes.tls_secret, no TLS and token in cluster.security, not
+// cluster.security.insecure), or if the job takes checkpoints without a
 // shared volume for them (render_checkpoint.h).
 absl::StatusOr<std::vector<RenderedFile>> RenderKubernetes(
     const JobConfig& job);

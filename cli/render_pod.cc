@@ -122,6 +122,16 @@ Yaml Args(const Ctx& c, const std::string& component) {
     a.Add(absl::StrCat("--coordinator=", c.Coordinator()));
   }
   a.Add("--host=$(POD_IP)");
+  // Clients dial servers by stable DNS names, which the job's certificate
+  // names (CertificateNames in render.h), not by pod IPs no one knows in
+  // advance: the coordinator by its Service, each pserver by its pod's name
+  // under the headless Service (what it registers for trainers).
+  if (component == "coordinator") {
+    a.Add(absl::StrCat("--advertise=", c.name, "-coordinator"));
+  }
+  if (component == "pserver") {
+    a.Add(absl::StrCat("--advertise=$(POD_NAME).", c.name, "-pserver"));
+  }
   if (component != "trainer") {
     a.Add(absl::StrCat("--port=", c.k8s.grpc_port()));
   }
@@ -244,6 +254,10 @@ Yaml PodTemplate(const Ctx& c, const std::string& component, Yaml container,
       Yaml::Map({{"prometheus.io/scrape", "true"},
                  {"prometheus.io/port", std::to_string(c.k8s.metrics_port())},
                  {"prometheus.io/path", "/metrics"}});
+  // With the Secret, /metrics is HTTPS and wants the token (common/metrics.h).
+  if (!c.k8s.tls_secret().empty()) {
+    annotations.Set("prometheus.io/scheme", "https");
+  }
   if (c.k8s.gang_scheduling()) {
     annotations.Set("scheduling.k8s.io/group-name", c.name);
   }

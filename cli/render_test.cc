@@ -85,7 +85,7 @@ TEST(RenderTest, KubernetesConfigIsRelativeAndGeneratesSyntheticData) {
 
 TEST(RenderTest, ObjectsCarrySizesResourcesAndFlags) {
   auto files = Render(Job(R"(name: My_Job
-cluster: {num_pservers: 3, num_trainers: 4}
+cluster: {num_pservers: 3, num_trainers: 4, security: {insecure: true}}
 kubernetes:
   image: registry.example/sampan:1.2
   pserver: {cpu_request: "2", memory_limit: 8Gi}
@@ -139,6 +139,110 @@ TEST(RenderTest, GangSchedulingAndTlsAreOptIn) {
             std::string::npos);
 }
 
+// Pods listen on their IPs, where servers refuse plaintext or token-less
+// serving unless the job is `insecure`: render refuses such a job (exit 2
+// in `sampan render`) rather than render pods that exit at start.
+TEST(RenderTest, PodsThatWouldRefuseToListenAreRefused) {
+  absl::StatusOr<std::vector<RenderedFile>> open =
+      RenderKubernetes(Job("name: p\n"));
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(open.status().message()),
+              testing::AllOf(testing::HasSubstr("kubernetes.tls_secret"),
+                             testing::HasSubstr("cluster.security.insecure"),
+                             testing::HasSubstr("scripts/make-certs.sh")));
+  // TLS without a token is refused by the servers too.
+  EXPECT_FALSE(RenderKubernetes(Job("name: p\ncluster: {security: "
+                                    "{tls_cert_file: c, tls_key_file: k}}\n"))
+                   .ok());
+  // A token without TLS would travel in plaintext.
+  absl::StatusOr<std::vector<RenderedFile>> token = RenderKubernetes(
+      Job("name: p\ncluster: {security: {token_file: t, insecure: true}}\n"));
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(std::string(token.status().message()),
+              testing::HasSubstr("token_file needs TLS"));
+  EXPECT_TRUE(
+      RenderKubernetes(Job("name: p\nkubernetes: {tls_secret: s}\n")).ok());
+  EXPECT_TRUE(
+      RenderKubernetes(Job("name: p\ncluster: {security: {insecure: true}}\n"))
+          .ok());
+}
+
+// "host" of "host:port".
+std::string Host(const std::string& address) {
+  return address.substr(0, address.rfind(':'));
+}
+
+// Every name a client dials a server by, and the name the ServiceMonitor
+// checks scraped pods against, is one the job's certificate must carry.
+TEST(RenderTest, ServersAdvertiseNamesTheCertificateCarries) {
+  const JobConfig job = Job(R"(name: Names
+cluster: {num_pservers: 3}
+data: {synthetic: {rows: 0}, stream: {root: /data/x}}
+serving: {enabled: true, shards: 2}
+kubernetes: {tls_secret: names-tls, checkpoint_storage: 1Gi, namespace: team}
+)");
+  absl::StatusOr<std::vector<std::string>> names = CertificateNames(job);
+  ASSERT_TRUE(names.ok()) << names.status();
+  auto files = Render(job);
+  std::vector<std::string> dialed;
+  std::map<std::string, std::string> advertised;  // file -> --advertise
+  for (const char* f :
+       {"coordinator.yaml", "pserver.yaml", "trainer.yaml", "serving.yaml"}) {
+    for (const YAML::Node& o : YAML::LoadAll(files[f])) {
+      if (!o["spec"]["template"]) continue;
+      for (const YAML::Node& a :
+           o["spec"]["template"]["spec"]["containers"][0]["args"]) {
+        const std::string arg = a.as<std::string>();
+        if (arg.rfind("--coordinator=", 0) == 0) {
+          dialed.push_back(Host(arg.substr(14)));
+        }
+        if (arg.rfind("--advertise=", 0) == 0) advertised[f] = arg.substr(12);
+      }
+    }
+  }
+  EXPECT_EQ(advertised["coordinator.yaml"], "names-coordinator");
+  // $(POD_NAME) of StatefulSet pod i is names-pserver-i.
+  ASSERT_EQ(advertised["pserver.yaml"], "$(POD_NAME).names-pserver");
+  for (int i = 0; i < 3; ++i) {
+    dialed.push_back(absl::StrCat("names-pserver-", i, ".names-pserver"));
+  }
+  dialed.push_back(advertised["coordinator.yaml"]);
+  absl::StatusOr<JobConfig> pods = ParseJobConfig(files["job.yaml"], "j");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->serving().shard_addresses_size(), 2);
+  for (const std::string& a : pods->serving().shard_addresses()) {
+    dialed.push_back(Host(a));
+  }
+  YAML::Node monitor = YAML::Load(files["monitoring.yaml"]);
+  YAML::Node endpoint = monitor["spec"]["endpoints"][0];
+  EXPECT_EQ(endpoint["scheme"].as<std::string>(), "https");
+  dialed.push_back(endpoint["tlsConfig"]["serverName"].as<std::string>());
+  for (const std::string& d : dialed) {
+    EXPECT_THAT(*names, testing::Contains(d)) << d;
+  }
+  EXPECT_THAT(*names, testing::Contains("names-serving.team.svc"));
+  EXPECT_THAT(*names, testing::Contains("*.names-pserver.team.svc"));
+  EXPECT_THAT(*names, testing::Contains("localhost"));
+  // The scrape's CA and token come from the job's Secret.
+  EXPECT_EQ(endpoint["tlsConfig"]["ca"]["secret"]["name"].as<std::string>(),
+            "names-tls");
+  EXPECT_EQ(endpoint["tlsConfig"]["ca"]["secret"]["key"].as<std::string>(),
+            "ca.crt");
+  EXPECT_EQ(endpoint["authorization"]["type"].as<std::string>(), "Bearer");
+  EXPECT_EQ(endpoint["authorization"]["credentials"]["key"].as<std::string>(),
+            "token");
+}
+
+TEST(RenderTest, InsecureJobIsScrapedInPlaintext) {
+  auto files =
+      Render(Job("name: open\ncluster: {security: {insecure: true}}\n"));
+  YAML::Node endpoint =
+      YAML::Load(files["monitoring.yaml"])["spec"]["endpoints"][0];
+  EXPECT_FALSE(endpoint["scheme"]);
+  EXPECT_FALSE(endpoint["authorization"]);
+}
+
 TEST(RenderTest, RejectsNamesThatCannotBeDnsLabels) {
   EXPECT_FALSE(RenderKubernetes(Job("name: \"123\"\n")).ok());
 }
@@ -151,13 +255,15 @@ TEST(RenderTest, RefusesWarmStartFromACheckpoint) {
   std::filesystem::create_directories(ckpt);
   std::ofstream(ckpt + "/MANIFEST") << "";
   absl::StatusOr<std::vector<RenderedFile>> warm =
-      RenderKubernetes(Job(absl::StrCat("init_model: ", ckpt, "\n")));
+      RenderKubernetes(Job(absl::StrCat(
+          "init_model: ", ckpt, "\ncluster: {security: {insecure: true}}\n")));
   ASSERT_FALSE(warm.ok());
   EXPECT_THAT(std::string(warm.status().message()),
               testing::HasSubstr("is a checkpoint; on Kubernetes warm start"));
 }
 
 constexpr char kCheckpointing[] = R"(name: ck
+cluster: {security: {insecure: true}}
 table: {backend: ROCKSDB}
 checkpoint: {every_steps: 50}
 )";
@@ -227,7 +333,9 @@ TEST(RenderTest, CheckpointingJobCanUseAnExistingClaim) {
 
 TEST(RenderTest, NoCheckpointsNoSharedClaim) {
   // Fields set but no checkpoint: nothing to share.
-  auto files = Render(Job("name: nock\nkubernetes: {checkpoint_claim: c}\n"));
+  auto files =
+      Render(Job("name: nock\ncluster: {security: {insecure: true}}\n"
+                 "kubernetes: {checkpoint_claim: c}\n"));
   EXPECT_EQ(files.count("checkpoints.yaml"), 0u);
   for (const auto& [file, pod] : PodSpecs(files)) {
     EXPECT_EQ(CheckpointClaimIn(pod), "") << file;
@@ -264,7 +372,7 @@ TEST(RenderTest, CheckpointingJobWithoutSharedStorageIsRefused) {
 }
 
 TEST(RenderTest, SameConfigSameBytes) {
-  const JobConfig job = Job("name: same\n");
+  const JobConfig job = Job("name: same\nkubernetes: {tls_secret: t}\n");
   EXPECT_EQ(Render(job), Render(job));
 }
 

@@ -69,8 +69,10 @@ absl::Status ServeUntilSignal(grpc::Service* service,
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.host, ":", options.port));
   }
-  const std::string address = absl::StrCat(options.host, ":", port);
-  SAMPAN_LOG(INFO) << "serving on " << address;
+  const std::string address = absl::StrCat(
+      options.advertise.empty() ? options.host : options.advertise, ":", port);
+  SAMPAN_LOG(INFO) << "serving on " << options.host << ":" << port
+                   << (options.advertise.empty() ? "" : " as " + address);
   absl::Status status;
   if (!options.port_file.empty()) {
     status = WritePortFile(options.port_file, port);

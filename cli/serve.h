@@ -23,7 +23,12 @@ struct ServeOptions {
   // When set, the bound port is written here (atomically, by rename) once the
   // server accepts calls, so a launcher can wait for it.
   std::string port_file;
-  // Called once serving with "host:port"; may start background work.
+  // The name others reach this server by, in the address on_started gets
+  // (and the name its TLS certificate must carry); empty = host. On
+  // Kubernetes a pod binds its IP but is known by a stable DNS name.
+  std::string advertise;
+  // Called once serving with "advertise:port" ("host:port" without
+  // advertise); may start background work.
   std::function<absl::Status(const std::string& address)> on_started;
   // When set, the health service answers NOT_SERVING until it returns true
   // (checked at start and every tick); SERVING from the start otherwise.

@@ -45,7 +45,7 @@ int ServeLookup(const JobConfig& config, const Flags& flags) {
     service.Start();
     return absl::OkStatus();
   };
-  auto metrics = MaybeStartMetrics(flags, options.host);
+  auto metrics = MaybeStartMetrics(flags, config);
   absl::Status st = ServeUntilSignal(&service, options);
   service.Stop();
   return st.ok() ? 0 : Fail(st);
@@ -126,7 +126,7 @@ int ServeMain(int argc, char** argv) {
     service.Start();
     return absl::OkStatus();
   };
-  auto metrics = MaybeStartMetrics(*flags, options.host);
+  auto metrics = MaybeStartMetrics(*flags, *config);
   absl::Status st = ServeUntilSignal(&service, options);
   service.Stop();
   return st.ok() ? 0 : Fail(st);

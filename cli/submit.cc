@@ -54,9 +54,10 @@ absl::StatusOr<RenderArgs> ParseRenderArgs(int argc, char** argv) {
     if (!v.ok()) return v.status();
   }
   if (config.empty()) return absl::InvalidArgumentError("JOB.yaml is required");
-  if (args.target != "k8s" && args.target != "config") {
-    return absl::InvalidArgumentError("--target must be k8s or config, got " +
-                                      args.target);
+  if (args.target != "k8s" && args.target != "config" &&
+      args.target != "tls-names") {
+    return absl::InvalidArgumentError(
+        "--target must be k8s, config or tls-names, got " + args.target);
   }
   absl::StatusOr<JobConfig> job = LoadJobConfig(config);
   if (!job.ok()) return job.status();
@@ -95,7 +96,8 @@ int UsageError(const absl::Status& s, const char* usage) {
 
 constexpr char kRenderUsage[] =
     "usage: sampan render JOB.yaml --target=k8s -o DIR\n"
-    "       sampan render JOB.yaml --target=config\n";
+    "       sampan render JOB.yaml --target=config\n"
+    "       sampan render JOB.yaml --target=tls-names\n";
 constexpr char kSubmitUsage[] = "usage: sampan submit JOB.yaml [-o DIR]\n";
 
 }  // namespace
@@ -105,6 +107,13 @@ int RenderMain(int argc, char** argv) {
   if (!args.ok()) return UsageError(args.status(), kRenderUsage);
   if (args->target == "config") {
     std::cout << JobToYaml(args->job);
+    return 0;
+  }
+  if (args->target == "tls-names") {
+    absl::StatusOr<std::vector<std::string>> names =
+        CertificateNames(args->job);
+    if (!names.ok()) return UsageError(names.status(), "");
+    for (const std::string& n : *names) std::cout << n << "\n";
     return 0;
   }
   if (args->out.empty()) {
@@ -120,6 +129,15 @@ int RenderMain(int argc, char** argv) {
   }
   std::cout << "wrote " << files->size() << " files to " << args->out
             << " (apply with `kubectl apply -k " << args->out << "`)\n";
+  const std::string& secret = args->job.kubernetes().tls_secret();
+  if (!secret.empty()) {
+    std::cout << "the pods mount the Secret " << secret
+              << " (tls.crt, tls.key, ca.crt, token); its certificate must "
+                 "name the hosts of `sampan render JOB.yaml "
+                 "--target=tls-names`: scripts/make-certs.sh JOB.yaml DIR "
+                 "makes a CA, the certificate and a token, and prints the "
+                 "kubectl command that creates the Secret\n";
+  }
   return 0;
 }
 

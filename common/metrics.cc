@@ -1,12 +1,25 @@
 #include "common/metrics.h"
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "prometheus/text_serializer.h"
 
 namespace sampan {
 namespace {
@@ -68,10 +81,44 @@ class ProcessCollector : public prometheus::Collectable {
   const double start_;
 };
 
+// The last OpenSSL error as text, for messages.
+std::string SslError() {
+  char buf[256] = "unknown error";
+  const unsigned long e = ERR_get_error();
+  if (e != 0) ERR_error_string_n(e, buf, sizeof(buf));
+  ERR_clear_error();
+  return buf;
+}
+
+// A TLS server context from the job's certificate chain and key files.
+absl::StatusOr<SSL_CTX*> NewTlsContext(const SecurityOptions& security) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) {
+    return absl::InternalError("metrics: SSL_CTX_new: " + SslError());
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  absl::Status status;
+  if (SSL_CTX_use_certificate_chain_file(ctx, security.cert_file.c_str()) !=
+      1) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "metrics: cannot use TLS cert ", security.cert_file, ": ", SslError()));
+  } else if (SSL_CTX_use_PrivateKey_file(ctx, security.key_file.c_str(),
+                                         SSL_FILETYPE_PEM) != 1 ||
+             SSL_CTX_check_private_key(ctx) != 1) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "metrics: cannot use TLS key ", security.key_file, ": ", SslError()));
+  }
+  if (!status.ok()) {
+    SSL_CTX_free(ctx);
+    return status;
+  }
+  return ctx;
+}
+
 }  // namespace
 
-// The exposer holds collectables by weak_ptr, so the registry is owned by a
-// shared_ptr that lives until exit.
+// Owned by a shared_ptr that lives until exit, as prometheus-cpp's
+// collectables usually are.
 const std::shared_ptr<prometheus::Registry>& SharedRegistry() {
   static auto* registry = new std::shared_ptr<prometheus::Registry>(
       std::make_shared<prometheus::Registry>());
@@ -87,32 +134,151 @@ const std::vector<double>& LatencyBuckets() {
   return *buckets;
 }
 
+// One event loop on its own thread. Owner: the MetricsServer; the loop
+// thread alone touches `base`, `http` and the connections after Start()
+// returns, and the destructor touches them only after joining it.
+struct MetricsServer::Impl {
+  SSL_CTX* tls = nullptr;  // null: plaintext
+  std::string expected;    // "Bearer <token>"; empty: no token asked for
+  event_base* base = nullptr;
+  evhttp* http = nullptr;
+  event* ticker = nullptr;  // polls `stop` on the loop thread
+  std::atomic<bool> stop{false};
+  ProcessCollector process;
+  std::thread loop;
+
+  ~Impl() {
+    stop = true;
+    if (loop.joinable()) loop.join();
+    if (ticker != nullptr) event_free(ticker);
+    if (http != nullptr) evhttp_free(http);
+    if (base != nullptr) event_base_free(base);
+    if (tls != nullptr) SSL_CTX_free(tls);
+  }
+
+  // Every connection of a TLS server starts with a server-side handshake.
+  static bufferevent* TlsConnection(event_base* base, void* arg) {
+    SSL* ssl = SSL_new(static_cast<SSL_CTX*>(arg));
+    // Null (out of memory) would make evhttp fall back to plaintext; Handle
+    // refuses any request that arrives without TLS.
+    if (ssl == nullptr) return bufferevent_socket_new(base, -1, 0);
+    bufferevent* bev = bufferevent_openssl_socket_new(
+        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev != nullptr) bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+  }
+
+  static void Tick(evutil_socket_t, short, void* arg) {
+    Impl* impl = static_cast<Impl*>(arg);
+    if (impl->stop) event_base_loopbreak(impl->base);
+  }
+
+  static void NotFound(evhttp_request* req, void*) {
+    evhttp_send_error(req, HTTP_NOTFOUND, nullptr);
+  }
+
+  static void Handle(evhttp_request* req, void* arg) {
+    static_cast<Impl*>(arg)->Serve(req);
+  }
+
+  void Serve(evhttp_request* req) {
+    if (tls != nullptr) {
+      bufferevent* bev =
+          evhttp_connection_get_bufferevent(evhttp_request_get_connection(req));
+      if (bev == nullptr || bufferevent_openssl_get_ssl(bev) == nullptr) {
+        evhttp_send_error(req, 403, "TLS required");
+        return;
+      }
+    }
+    if (!expected.empty()) {
+      const char* got = evhttp_find_header(
+          evhttp_request_get_input_headers(req), "Authorization");
+      if (got == nullptr || !ConstantTimeEquals(got, expected)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "WWW-Authenticate", "Bearer");
+        evhttp_send_error(req, 401, "Unauthorized");
+        return;
+      }
+    }
+    std::vector<prometheus::MetricFamily> families =
+        SharedRegistry()->Collect();
+    for (prometheus::MetricFamily& f : process.Collect()) {
+      families.push_back(std::move(f));
+    }
+    const std::string text = prometheus::TextSerializer().Serialize(families);
+    evbuffer* body = evbuffer_new();
+    evbuffer_add(body, text.data(), text.size());
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_send_reply(req, HTTP_OK, "OK", body);
+    evbuffer_free(body);
+  }
+};
+
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& host, int port) {
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(
-        absl::StrCat(host, ":", port), /*num_threads=*/1);
-  } catch (const std::exception& e) {
+    const MetricsServerOptions& options) {
+  const SecurityOptions& security = options.security;
+  if (absl::Status s = CheckListenPolicy(security, options.host); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("metrics: ", s.message()));
+  }
+  auto impl = std::make_unique<Impl>();
+  absl::StatusOr<std::string> token = ReadBearerToken(security);
+  if (!token.ok()) return token.status();
+  if (!token->empty()) impl->expected = absl::StrCat("Bearer ", *token);
+  if (security.tls()) {
+    absl::StatusOr<SSL_CTX*> ctx = NewTlsContext(security);
+    if (!ctx.ok()) return ctx.status();
+    impl->tls = *ctx;
+  }
+  // A scraper that hangs up mid-reply must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
+  impl->base = event_base_new();
+  impl->http = impl->base ? evhttp_new(impl->base) : nullptr;
+  if (impl->http == nullptr) {
+    return absl::InternalError("metrics: cannot create an event loop");
+  }
+  evhttp_set_allowed_methods(impl->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+  evhttp_set_timeout(impl->http, 10);  // seconds, against stalled clients
+  evhttp_set_max_headers_size(impl->http, 16 << 10);
+  evhttp_set_max_body_size(impl->http, 1 << 10);
+  if (impl->tls != nullptr) {
+    evhttp_set_bevcb(impl->http, &Impl::TlsConnection, impl->tls);
+  }
+  evhttp_set_cb(impl->http, "/metrics", &Impl::Handle, impl.get());
+  evhttp_set_gencb(impl->http, &Impl::NotFound, nullptr);
+  evhttp_bound_socket* socket = evhttp_bind_socket_with_handle(
+      impl->http, options.host.c_str(), static_cast<uint16_t>(options.port));
+  if (socket == nullptr) {
     return absl::UnavailableError(absl::StrCat(
-        "metrics: cannot listen on ", host, ":", port, ": ", e.what()));
+        "metrics: cannot listen on ", options.host, ":", options.port));
   }
-  const std::vector<int> ports = exposer->GetListeningPorts();
-  if (ports.empty()) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(evhttp_bound_socket_get_fd(socket),
+                  reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     return absl::UnavailableError(
-        absl::StrCat("metrics: no listening port on ", host, ":", port));
+        absl::StrCat("metrics: no listening port on ", options.host));
   }
+  const int port =
+      addr.ss_family == AF_INET6
+          ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+          : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  impl->ticker = event_new(impl->base, -1, EV_PERSIST, &Impl::Tick, impl.get());
+  const timeval every{0, 50 * 1000};
+  event_add(impl->ticker, &every);
+  Impl* raw = impl.get();
+  impl->loop = std::thread([raw] { event_base_dispatch(raw->base); });
   return std::unique_ptr<MetricsServer>(
-      new MetricsServer(std::move(exposer), ports[0]));
+      new MetricsServer(std::move(impl), port));
 }
 
-MetricsServer::MetricsServer(std::unique_ptr<prometheus::Exposer> exposer,
-                             int port)
-    : exposer_(std::move(exposer)),
-      process_(std::make_shared<ProcessCollector>()),
-      port_(port) {
-  exposer_->RegisterCollectable(SharedRegistry());
-  exposer_->RegisterCollectable(process_);
+MetricsServer::MetricsServer(std::unique_ptr<Impl> impl, int port)
+    : impl_(std::move(impl)), port_(port) {}
+
+MetricsServer::~MetricsServer() = default;
+
+const char* MetricsServer::scheme() const {
+  return impl_->tls != nullptr ? "https" : "http";
 }
 
 }  // namespace sampan

@@ -1,11 +1,19 @@
 // Prometheus metrics for every Sampan process.
 //
 // One registry per process (MetricsRegistry()) that components add their
-// families to; StartMetricsServer() serves it, plus process metrics
+// families to; MetricsServer serves it, plus process metrics
 // (process_resident_memory_bytes, process_cpu_seconds_total,
 // process_start_time_seconds, read from /proc at scrape time), on
-// http://host:port/metrics. Names follow Prometheus conventions: sampan_
-// prefix, base units, _total for counters, _seconds for durations.
+// host:port/metrics. Names follow Prometheus conventions: sampan_ prefix,
+// base units, _total for counters, _seconds for durations.
+//
+// /metrics is under the job's listen policy (common/security.h), as its
+// gRPC servers are: a non-loopback host needs TLS and a token, or
+// `insecure`. With TLS configured it is served over HTTPS only, with the
+// job's certificate, and with a token a scrape must carry
+// `Authorization: Bearer <token>` (else 401 and no metrics): what a secured
+// job's gRPC servers demand of their callers. Client certificates are not
+// asked for, mutual_tls or not.
 //
 // prometheus-cpp's counters, gauges and histograms are thread-safe; the
 // registry is safe to add to from any thread.
@@ -17,8 +25,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/security.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
@@ -31,18 +39,37 @@ prometheus::Registry& MetricsRegistry();
 // Latency buckets from 50 µs to about 10 s, for RPC histograms.
 const std::vector<double>& LatencyBuckets();
 
+struct MetricsServerOptions {
+  // Address to listen on; port 0 picks a free one.
+  std::string host = "127.0.0.1";
+  int port = 0;
+  // The job's cluster.security: TLS (cert and key: HTTPS only) and the
+  // bearer token scrapes must carry, under the listen policy above.
+  SecurityOptions security;
+};
+
+// Serves /metrics from one thread of its own until destroyed. Other paths
+// get 404, methods other than GET and HEAD 501 (libevent's answer).
 class MetricsServer {
  public:
-  // Serves /metrics on host:port (port 0 picks a free one). Unavailable if
-  // the port cannot be bound.
+  // FailedPrecondition/InvalidArgument when the listen policy forbids the
+  // options (a config error); NotFound/InvalidArgument naming an unreadable
+  // certificate, key or token file; Unavailable if the port cannot be bound.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
-      const std::string& host, int port);
+      const MetricsServerOptions& options);
+  ~MetricsServer();  // stops serving; in-flight scrapes are cut off
+
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
   int port() const { return port_; }
+  // "https" or "http".
+  const char* scheme() const;
 
  private:
-  MetricsServer(std::unique_ptr<prometheus::Exposer> exposer, int port);
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  std::shared_ptr<prometheus::Collectable> process_;
+  struct Impl;
+  explicit MetricsServer(std::unique_ptr<Impl> impl, int port);
+  std::unique_ptr<Impl> impl_;
   int port_;
 };
 

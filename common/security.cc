@@ -121,8 +121,8 @@ bool IsLoopback(const std::string& host) {
          host == "localhost";
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const SecurityOptions& options, const std::string& host) {
+absl::Status CheckListenPolicy(const SecurityOptions& options,
+                               const std::string& host) {
   const bool guarded = options.tls() && !options.token_file.empty();
   if (!IsLoopback(host) && !guarded && !options.insecure) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -130,14 +130,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
         " without TLS and a token: set cluster.security.tls_cert_file, "
         "tls_key_file and token_file, or cluster.security.insecure: true"));
   }
-  if (!options.tls()) {
-    if (!options.token_file.empty()) {
-      return absl::InvalidArgumentError(
-          "cluster.security.token_file needs TLS: a token must not travel in "
-          "plaintext");
-    }
-    return grpc::InsecureServerCredentials();
+  if (!options.tls() && !options.token_file.empty()) {
+    return absl::InvalidArgumentError(
+        "cluster.security.token_file needs TLS: a token must not travel in "
+        "plaintext");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadBearerToken(const SecurityOptions& options) {
+  if (options.token_file.empty()) return std::string();
+  return ReadToken(options.token_file);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const SecurityOptions& options, const std::string& host) {
+  if (absl::Status s = CheckListenPolicy(options, host); !s.ok()) return s;
+  if (!options.tls()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions ssl(
       options.mutual_tls
           ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY

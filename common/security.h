@@ -11,7 +11,9 @@
 //     with no or a wrong token changes nothing. Tokens travel only over TLS.
 //   - A server refuses to listen on a non-loopback address without both TLS
 //     and a token unless `insecure` is set: an open parameter server accepts
-//     writes to the model from anyone who can reach it.
+//     writes to the model from anyone who can reach it. The same policy
+//     covers /metrics (common/metrics.h), which a secured job serves over
+//     TLS to scrapes that carry the token.
 #ifndef SAMPAN_COMMON_SECURITY_H_
 #define SAMPAN_COMMON_SECURITY_H_
 
@@ -43,6 +45,18 @@ struct SecurityOptions {
 };
 
 SecurityOptions SecurityOptionsFromJob(const JobConfig& config);
+
+// The listen policy: OK when a server may listen on `host` with `options`;
+// FailedPrecondition on a non-loopback host without TLS and a token (and
+// not `insecure`), InvalidArgument for a token without TLS. Each message
+// names the cluster.security fields to set.
+absl::Status CheckListenPolicy(const SecurityOptions& options,
+                               const std::string& host);
+
+// The bearer token in options.token_file, whitespace stripped; empty when
+// no token file is set. NotFound/InvalidArgument naming an unreadable file
+// or a token shorter than 16 bytes.
+absl::StatusOr<std::string> ReadBearerToken(const SecurityOptions& options);
 
 // Credentials for a server on `host`. FailedPrecondition when the listen
 // policy forbids it; NotFound/InvalidArgument naming an unreadable file.

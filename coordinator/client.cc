@@ -37,18 +37,29 @@ grpc::Status WithRetries(absl::Duration budget, absl::Duration per_attempt,
   }
 }
 
+std::shared_ptr<grpc::Channel> NewChannel(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& tls_name) {
+  grpc::ChannelArguments args;
+  if (!tls_name.empty()) args.SetSslTargetNameOverride(tls_name);
+  return grpc::CreateCustomChannel(
+      address, credentials ? credentials : grpc::InsecureChannelCredentials(),
+      args);
+}
+
 }  // namespace
 
 CoordinatorClient::CoordinatorClient(
     const std::string& address, absl::Duration rpc_deadline,
     absl::Duration wait_timeout,
-    std::shared_ptr<grpc::ChannelCredentials> credentials)
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& tls_name)
     : address_(address),
       rpc_deadline_(rpc_deadline),
       wait_timeout_(wait_timeout),
-      stub_(coord::Coordinator::NewStub(grpc::CreateChannel(
-          address,
-          credentials ? credentials : grpc::InsecureChannelCredentials()))) {}
+      stub_(coord::Coordinator::NewStub(
+          NewChannel(address, std::move(credentials), tls_name))) {}
 
 absl::Status CoordinatorClient::Register(coord::Role role, int index,
                                          const std::string& address,

@@ -24,11 +24,15 @@ namespace sampan {
 
 class CoordinatorClient {
  public:
-  // `credentials` null means plaintext (see common/security.h).
+  // `credentials` null means plaintext (see common/security.h). With TLS,
+  // the coordinator's certificate is checked against `tls_name` instead of
+  // the host in `address` when it is set (a coordinator calling itself at
+  // the IP it bound, under the name it advertises).
   CoordinatorClient(
       const std::string& address, absl::Duration rpc_deadline,
       absl::Duration wait_timeout,
-      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+      const std::string& tls_name = "");
 
   // Fills `response` (when not null): a trainer's writer id, for one.
   absl::Status Register(coord::Role role, int index, const std::string& address,

@@ -19,6 +19,8 @@ PACKAGES=(
   libeigen3-dev
   libyaml-cpp-dev
   prometheus-cpp-dev
+  libevent-dev
+  libssl-dev
   libgtest-dev
   libgmock-dev
   libbenchmark-dev

@@ -21,7 +21,9 @@ would start them:
     ReadWriteOnce that more than one pod mounts fails the run (a cluster
     would not attach it to pods on different nodes);
   - Service names are mapped to the address of the pod they select, with
-    the service port translated to the target port (what kube-proxy does);
+    the service port translated to the target port (what kube-proxy does),
+    and a StatefulSet pod's DNS name under its headless Service
+    (<pod>.<service>, what pservers advertise) to that pod's address;
   - init containers run to completion before the main container.
 Servers (Deployments, StatefulSets) start first and must pass their
 readiness probe's port check before the Job's pods start, like a rollout
@@ -93,8 +95,14 @@ def expand_pods(objects):
     return pods
 
 
+def dns_forms(name, ns):
+    return (name, "%s.%s" % (name, ns), "%s.%s.svc" % (name, ns),
+            "%s.%s.svc.cluster.local" % (name, ns))
+
+
 def service_map(objects, pods):
-    """'svc:port' (and the namespaced forms) -> 'podip:targetport'."""
+    """'svc:port' (and the namespaced forms) -> 'podip:targetport', and
+    '<pod>.<headless svc>' (and its namespaced forms) -> 'podip'."""
     mapping = {}
     for svc in objects:
         if svc["kind"] != "Service":
@@ -107,14 +115,18 @@ def service_map(objects, pods):
         pod = selected[0]
         name = svc["metadata"]["name"]
         ns = svc["metadata"].get("namespace", "default")
+        if svc["spec"].get("clusterIP") == "None":
+            for p in selected:
+                if p.kind == "StatefulSet":
+                    for host in dns_forms("%s.%s" % (p.name, name), ns):
+                        mapping[host] = p.ip
         for port in svc["spec"]["ports"]:
             target = port.get("targetPort", port["port"])
             if isinstance(target, str):
                 target = next(cp["containerPort"] for c in pod.spec["containers"]
                               for cp in c.get("ports", [])
                               if cp.get("name") == target)
-            for host in (name, "%s.%s" % (name, ns), "%s.%s.svc" % (name, ns),
-                         "%s.%s.svc.cluster.local" % (name, ns)):
+            for host in dns_forms(name, ns):
                 mapping["%s:%d" % (host, port["port"])] = "%s:%d" % (pod.ip,
                                                                       target)
     return mapping
@@ -222,8 +234,10 @@ class Runner:
 
         def local(text):
             text = kubelet_expand(text, env)
-            for service, address in self.services.items():
-                text = text.replace(service, address)
+            # Longest first: a pod's name under its Service before the
+            # Service's own.
+            for service in sorted(self.services, key=len, reverse=True):
+                text = text.replace(service, self.services[service])
             for mount_path, path in mounts:
                 text = re.sub(r"(?<![\w/])" + re.escape(mount_path) + r"(?=/|$)",
                               path, text)

@@ -19,7 +19,7 @@ cat > "$TMP/job.yaml" <<'YAML'
 name: pods-test
 output_dir: /tmp/unused-by-pods
 cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 2,
-          wait_timeout_seconds: 60}
+          wait_timeout_seconds: 60, security: {insecure: true}}
 model: {type: FM, embedding_dim: 8}
 table: {num_shards: 16}
 data:
@@ -37,7 +37,7 @@ cat > "$TMP/ckpt.yaml" <<'YAML'
 name: pods-ckpt
 output_dir: /tmp/unused-by-pods
 cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 1,
-          wait_timeout_seconds: 60}
+          wait_timeout_seconds: 60, security: {insecure: true}}
 model: {type: LR}
 table: {num_shards: 16, backend: ROCKSDB}
 data:

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # A real Prometheus server (Debian's) scrapes a local job started by
-# `sampan run`, and the test reads the job back through its HTTP API:
-#   - every child wrote <output_dir>/metrics/<name>.port and its /metrics
-#     passes `promtool check metrics`;
+# `sampan run`, and the test reads the job back through its HTTP API. The
+# job is secured as a Kubernetes job is (TLS and a token, from
+# scripts/make-certs.sh), and Prometheus scrapes it the way the job's
+# rendered ServiceMonitor says (scheme, CA and server name, bearer token
+# from the Secret's keys: here the files make-certs.sh wrote):
+#   - every child wrote <output_dir>/metrics/<name>.port and its /metrics,
+#     over HTTPS with the token, passes `promtool check metrics`; without
+#     the token it answers 401, and plaintext HTTP gets no metrics;
 #   - examples, examples/s and train AUC from the coordinator's job gauges;
 #   - pull latency histograms from the pservers and from the trainers;
 #   - table rows from the pservers;
@@ -14,6 +19,7 @@ set -uo pipefail
 RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}"
 SAMPAN="$RUNFILES/cli/sampan"
 [ -x "$SAMPAN" ] || SAMPAN="bazel-bin/cli/sampan"
+MAKE_CERTS="$RUNFILES/scripts/make-certs.sh"
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 for tool in prometheus promtool curl python3; do
   command -v $tool > /dev/null || { echo "FAIL: $tool missing (scripts/install-deps.sh installs it)"; exit 1; }
@@ -23,12 +29,16 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 
 job="$TMP/job"
+pki="$TMP/pki"
 cat > "$job.yaml" <<YAML
 name: prom-test
 output_dir: $job
 progress_interval_seconds: 0.5
 cluster: {num_pservers: 2, num_trainers: 2, threads_per_trainer: 1,
-          wait_timeout_seconds: 60}
+          wait_timeout_seconds: 60,
+          security: {tls_cert_file: $pki/tls.crt, tls_key_file: $pki/tls.key,
+                     tls_ca_file: $pki/ca.crt, token_file: $pki/token}}
+kubernetes: {tls_secret: prom-test-tls}
 model: {type: FM, embedding_dim: 4}
 table: {num_shards: 16}
 data:
@@ -36,6 +46,27 @@ data:
   epochs: 100000   # trains until the test stops it
   synthetic: {rows: 20000, seed: 5, test_fraction: 0.1}
 YAML
+
+SAMPAN="$SAMPAN" bash "$MAKE_CERTS" "$job.yaml" "$pki" > "$TMP/certs.out" 2>&1 \
+  || { echo "FAIL: make-certs.sh: $(cat "$TMP/certs.out")"; exit 1; }
+# The scrape the rendered ServiceMonitor asks for, as a Prometheus scrape
+# config; the Secret's keys are the files make-certs.sh wrote.
+"$SAMPAN" render "$job.yaml" --target=k8s -o "$TMP/rendered" > /dev/null \
+  || { echo "FAIL: render"; exit 1; }
+python3 - "$TMP/rendered/monitoring.yaml" "$pki" > "$TMP/scrape.json" <<'PY' \
+  || { echo "FAIL: reading the rendered ServiceMonitor"; exit 1; }
+import json, sys, yaml
+e = yaml.safe_load(open(sys.argv[1]))["spec"]["endpoints"][0]
+secret = lambda ref: "%s/%s" % (sys.argv[2], ref["key"])
+scrape = {"scheme": e["scheme"], "metrics_path": e["path"],
+          "tls_config": {"ca_file": secret(e["tlsConfig"]["ca"]["secret"]),
+                         "server_name": e["tlsConfig"]["serverName"]},
+          "authorization": {"type": e["authorization"]["type"],
+                            "credentials_file": secret(e["authorization"]["credentials"])}}
+json.dump(scrape, sys.stdout)
+PY
+server_name=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["tls_config"]["server_name"])' "$TMP/scrape.json")
+token=$(cat "$pki/token")
 
 "$SAMPAN" run "$job.yaml" > "$TMP/run.out" 2>&1 &
 launcher=$!
@@ -58,24 +89,33 @@ targets=""
 for n in $names; do
   port=$(cat "$job/metrics/$n.port" 2>/dev/null)
   if [ -z "$port" ]; then fail "$n wrote no metrics port file"; continue; fi
-  targets="$targets'127.0.0.1:$port', "
-  if curl -sf "http://127.0.0.1:$port/metrics" > "$TMP/$n.metrics" \
+  targets="$targets 127.0.0.1:$port"
+  scrape=(curl -s --max-time 10 --cacert "$pki/ca.crt" --resolve "$server_name:$port:127.0.0.1")
+  url="https://$server_name:$port/metrics"
+  if "${scrape[@]}" -f -H "Authorization: Bearer $token" "$url" > "$TMP/$n.metrics" \
      && promtool check metrics < "$TMP/$n.metrics" > "$TMP/$n.lint" 2>&1; then
     :
   else
-    fail "$n /metrics does not pass promtool: $(head -5 "$TMP/$n.lint")"
+    fail "$n /metrics does not pass promtool: $(head -5 "$TMP/$n.lint" 2>/dev/null)"
+  fi
+  code=$("${scrape[@]}" -o "$TMP/$n.refused" -w '%{http_code}' "$url")
+  [ "$code" = 401 ] && ! grep -q sampan_ "$TMP/$n.refused" \
+    || fail "$n: a scrape without the token got $code"
+  if curl -s --max-time 5 "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q process_; then
+    fail "$n: /metrics answered plaintext HTTP"
   fi
 done
-[ $failures -eq 0 ] && pass "5 processes serve /metrics that pass promtool check metrics"
+[ $failures -eq 0 ] && pass "5 processes serve /metrics over HTTPS to the token only; each passes promtool check metrics"
 [ $failures -eq 0 ] || { cat "$TMP/run.out"; exit 1; }
 
 web=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat > "$TMP/prometheus.yml" <<YAML
-global: {scrape_interval: 500ms, evaluation_interval: 1s}
-scrape_configs:
-  - job_name: sampan
-    static_configs: [{targets: [${targets%, }]}]
-YAML
+python3 - "$TMP/scrape.json" $targets > "$TMP/prometheus.yml" <<'PY'
+import json, sys, yaml
+scrape = json.load(open(sys.argv[1]))
+scrape.update({"job_name": "sampan", "static_configs": [{"targets": sys.argv[2:]}]})
+print(yaml.safe_dump({"global": {"scrape_interval": "500ms", "evaluation_interval": "1s"},
+                      "scrape_configs": [scrape]}))
+PY
 promtool check config "$TMP/prometheus.yml" > /dev/null || fail "generated prometheus.yml"
 prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
   --web.listen-address="127.0.0.1:$web" --log.level=warn > "$TMP/prometheus.log" 2>&1 &

@@ -6,9 +6,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "common/hash.h"
+#include "common/test_pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pserver/pserver.h"
@@ -17,41 +17,17 @@
 namespace sampan {
 namespace {
 
-std::string Dir() { return std::string(std::getenv("TEST_TMPDIR")) + "/pki"; }
-
-// A CA and a certificate for localhost/127.0.0.1 signed by it; the same
-// certificate serves as the client's in the mutual-TLS case.
-void MakeCertificates() {
-  const std::string script = "set -e; mkdir -p " + Dir() + "; cd " + Dir() +
-                             R"(;
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sampan-test-ca \
-      -keyout ca.key -out ca.pem 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
-      -keyout node.key -out node.csr 2>/dev/null
-    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' > ext
-    openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
-      -days 2 -extfile ext -out node.pem 2>/dev/null
-    echo 0123456789abcdef-right-token > token
-    echo 0123456789abcdef-wrong-token > wrong)";
-  const std::string path =
-      std::string(std::getenv("TEST_TMPDIR")) + "/make_pki.sh";
-  std::ofstream(path) << script << "\n";
-  ASSERT_EQ(std::system(("bash " + path).c_str()), 0);
+const TestPki& Pki() {
+  static const TestPki* pki = new TestPki(
+      MakeTestPki(std::string(std::getenv("TEST_TMPDIR")) + "/pki"));
+  return *pki;
 }
 
-SecurityOptions Secured(bool mutual) {
-  SecurityOptions o;
-  o.cert_file = Dir() + "/node.pem";
-  o.key_file = Dir() + "/node.key";
-  o.ca_file = Dir() + "/ca.pem";
-  o.token_file = Dir() + "/token";
-  o.mutual_tls = mutual;
-  return o;
-}
+SecurityOptions Secured(bool mutual) { return Pki().Secured(mutual); }
 
 class SecurityTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { MakeCertificates(); }
+  static void SetUpTestSuite() { ASSERT_FALSE(Pki().dir.empty()); }
 
   void Serve(const SecurityOptions& options) {
     TableOptions t;
@@ -131,7 +107,7 @@ TEST_F(SecurityTest, TokenIsRequiredAndCheckedAndBadCallsChangeNothing) {
               testing::HasSubstr("refused a call: missing bearer token"));
 
   SecurityOptions wrong = Secured(false);
-  wrong.token_file = Dir() + "/wrong";
+  wrong.token_file = Pki().wrong_token;
   s = PushOne(*MakeChannelCredentials(wrong));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(s.error_message(), "wrong bearer token");
