@@ -2,12 +2,16 @@
 """Runs rendered Kubernetes objects as local processes: pods as processes.
 
     k8s_pods.py OBJECTS.yaml SAMPAN WORKDIR [--replace-trainer=RANK]
+                [--netns] [--secret=NAME=DIR]...
 
 OBJECTS.yaml is `kubectl kustomize` output. Each pod that the Deployments,
 StatefulSets and Indexed Jobs would create becomes a set of local processes
 started from its containers' command, args and env, the way the kubelet
 would start them:
-  - every pod gets its own loopback address (127.X.Y.N) as status.podIP;
+  - every pod gets its own loopback address (127.X.Y.N) as status.podIP,
+    or with --netns a network namespace of its own on a non-loopback
+    address (tests/k8s_netns.py), where Sampan's servers refuse to listen
+    without TLS and a token, as they do on a cluster;
   - env from `value` and from the downward API (podIP, pod name, labels such
     as apps.kubernetes.io/pod-index, annotations such as
     batch.kubernetes.io/job-completion-index) as the controllers set them;
@@ -23,12 +27,18 @@ would start them:
   - Service names are mapped to the address of the pod they select, with
     the service port translated to the target port (what kube-proxy does),
     and a StatefulSet pod's DNS name under its headless Service
-    (<pod>.<service>, what pservers advertise) to that pod's address;
+    (<pod>.<service>, what pservers advertise) to that pod's address: in
+    the arguments on loopback, in each pod's /etc/hosts with --netns (so
+    clients dial, and check TLS certificates against, the names);
+  - a Secret volume is the directory --secret=NAME=DIR names (its files are
+    the Secret's keys), copied per pod;
   - init containers run to completion before the main container.
 Servers (Deployments, StatefulSets) start first and must pass their
 readiness probe's port check before the Job's pods start, like a rollout
 that waits for readiness. Then every Job pod must exit 0 within the deadline,
-each pod's Prometheus scrape annotation must name a live /metrics endpoint,
+each pod's Prometheus scrape annotation must name a live /metrics endpoint
+(scraped as the ServiceMonitor says when it asks for https: the Secret's CA
+and server name, the Secret's token; a scrape without it must get 401),
 and rank 0 must have written result.txt. Prints a summary; exits 1 on any
 failure.
 
@@ -43,14 +53,19 @@ import glob
 import os
 import random
 import re
+import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
 
 import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k8s_netns  # noqa: E402
 
 DEADLINE_SECONDS = 240
 INDEX = "batch.kubernetes.io/job-completion-index"
@@ -62,14 +77,17 @@ class Pod:
         self.spec = template["spec"]
         self.labels, self.annotations, self.ip = labels, annotations, ip
         self.procs = []
+        self.advertise = None  # the expanded --advertise, if any
 
 
-def expand_pods(objects):
+def expand_pods(objects, netns):
     pods = []
     n = 10
     # A random 127.X.Y.0/24 per run, so that concurrent runs (or anything
-    # else on the fixed container ports) cannot collide.
-    prefix = "127.%d.%d" % (random.randint(1, 254), random.randint(0, 255))
+    # else on the fixed container ports) cannot collide; a network of its
+    # own with --netns.
+    prefix = (k8s_netns.SUBNET if netns else
+              "127.%d.%d" % (random.randint(1, 254), random.randint(0, 255)))
     for obj in objects:
         kind = obj["kind"]
         if kind not in ("Deployment", "StatefulSet", "Job"):
@@ -101,9 +119,11 @@ def dns_forms(name, ns):
 
 
 def service_map(objects, pods):
-    """'svc:port' (and the namespaced forms) -> 'podip:targetport', and
-    '<pod>.<headless svc>' (and its namespaced forms) -> 'podip'."""
-    mapping = {}
+    """({'svc:port' (and the namespaced forms): 'podip:targetport',
+    '<pod>.<headless svc>' (and its namespaced forms): 'podip'},
+    {DNS name: podip} for /etc/hosts, services whose port is not their
+    target port (which DNS alone cannot map))."""
+    mapping, hosts, remapped = {}, {}, []
     for svc in objects:
         if svc["kind"] != "Service":
             continue
@@ -119,17 +139,21 @@ def service_map(objects, pods):
             for p in selected:
                 if p.kind == "StatefulSet":
                     for host in dns_forms("%s.%s" % (p.name, name), ns):
-                        mapping[host] = p.ip
+                        mapping[host] = hosts[host] = p.ip
+        for host in dns_forms(name, ns):
+            hosts[host] = pod.ip
         for port in svc["spec"]["ports"]:
             target = port.get("targetPort", port["port"])
             if isinstance(target, str):
                 target = next(cp["containerPort"] for c in pod.spec["containers"]
                               for cp in c.get("ports", [])
                               if cp.get("name") == target)
+            if target != port["port"]:
+                remapped.append("%s:%d" % (name, port["port"]))
             for host in dns_forms(name, ns):
                 mapping["%s:%d" % (host, port["port"])] = "%s:%d" % (pod.ip,
                                                                       target)
-    return mapping
+    return mapping, hosts, remapped
 
 
 def field_ref(pod, path):
@@ -156,12 +180,21 @@ def kubelet_expand(text, env):
 
 
 class Runner:
-    def __init__(self, objects, sampan, workdir):
+    def __init__(self, objects, sampan, workdir, network=None, secrets=None):
         self.objects, self.sampan, self.workdir = objects, sampan, workdir
+        self.network, self.secrets = network, secrets or {}
         self.config_maps = {o["metadata"]["name"]: o.get("data", {})
                             for o in objects if o["kind"] == "ConfigMap"}
-        self.pods = expand_pods(objects)
-        self.services = service_map(objects, self.pods)
+        self.pods = expand_pods(objects, network is not None)
+        self.services, hosts, remapped = service_map(objects, self.pods)
+        if network is not None:
+            if remapped:
+                raise SystemExit("--netns maps names, not ports: %s" % remapped)
+            network.hosts = hosts
+            self.services = {}  # the pods resolve names themselves
+        monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
+        self.monitor = (monitors[0]["spec"]["endpoints"][0] if monitors
+                        else {})
         self.failures = []
         self.claims = {o["metadata"]["name"]: o["spec"] for o in objects
                        if o["kind"] == "PersistentVolumeClaim"}
@@ -196,9 +229,15 @@ class Runner:
                     with open(os.path.join(path, key), "w") as f:
                         f.write(text)
                 configs.append(path)
-            elif "secret" in v and not v["secret"].get("optional"):
-                raise SystemExit("%s: needs Secret %s" %
-                                 (pod.name, v["secret"]["secretName"]))
+            elif "secret" in v:
+                secret = v["secret"]["secretName"]
+                if secret in self.secrets:
+                    for key in os.listdir(self.secrets[secret]):
+                        shutil.copy(os.path.join(self.secrets[secret], key),
+                                    path)
+                elif not v["secret"].get("optional"):
+                    raise SystemExit("%s: needs Secret %s (--secret)" %
+                                     (pod.name, secret))
             dirs[v["name"]] = path
         # The pod's mount paths, as its processes see them, in the files it
         # reads (a pod has one set of mounts: its containers agree).
@@ -248,6 +287,8 @@ class Runner:
         if argv[0] != "sampan":
             raise SystemExit("%s: command %s is not sampan" % (pod.name, argv[0]))
         argv[0] = self.sampan
+        if self.network is not None:
+            argv = self.network.prefix(pod) + argv
         cwd = local(container.get("workingDir", "/"))
         if not cwd.startswith(self.workdir):
             raise SystemExit("%s: workingDir %s is not on a volume" %
@@ -274,6 +315,9 @@ class Runner:
                                               stdout=log, stderr=subprocess.STDOUT,
                                               start_new_session=True))
             print("started %-24s %s" % (pod.name, " ".join(argv[1:])))
+            for a in argv:
+                if a.startswith("--advertise="):
+                    pod.advertise = a.split("=", 1)[1]
 
     def wait_ready(self, pod, deadline):
         """The readiness probe's port accepts connections."""
@@ -297,20 +341,85 @@ class Runner:
                     time.sleep(0.1)
         return True
 
+    def secret_file(self, ref):
+        """The file of a Secret key reference {name, key}."""
+        if ref["name"] not in self.secrets:
+            raise SystemExit("the ServiceMonitor needs Secret %s (--secret)" %
+                             ref["name"])
+        return os.path.join(self.secrets[ref["name"]], ref["key"])
+
+    def scrape(self, address, path, token):
+        """(HTTP status, body) of GET path, over TLS as the ServiceMonitor's
+        endpoint says, with `token` as the bearer token when not None."""
+        e = self.monitor
+        ctx = ssl.create_default_context(
+            cafile=self.secret_file(e["tlsConfig"]["ca"]["secret"]))
+        with socket.create_connection(address, timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname=e["tlsConfig"]
+                                 ["serverName"]) as tls:
+                auth = ("Authorization: Bearer %s\r\n" % token
+                        if token is not None else "")
+                tls.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n%s"
+                             "Connection: close\r\n\r\n" %
+                             (path, e["tlsConfig"]["serverName"], auth)).encode())
+                reply = b""
+                while True:
+                    chunk = tls.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+        head, _, body = reply.decode(errors="replace").partition("\r\n\r\n")
+        return int(head.split()[1]), body
+
     def check_metrics(self, pod):
         a = pod.annotations
         if a.get("prometheus.io/scrape") != "true":
             self.fail("%s has no prometheus.io/scrape annotation" % pod.name)
             return
-        url = "http://%s:%s%s" % (pod.ip, a["prometheus.io/port"],
-                                  a.get("prometheus.io/path", "/metrics"))
+        port = int(a["prometheus.io/port"])
+        path = a.get("prometheus.io/path", "/metrics")
+        url = "%s://%s:%d%s" % (a.get("prometheus.io/scheme", "http"), pod.ip,
+                                port, path)
         try:
-            body = urllib.request.urlopen(url, timeout=5).read().decode()
-        except OSError as e:
+            if a.get("prometheus.io/scheme") == "https":
+                if self.monitor.get("scheme") != "https":
+                    self.fail("%s: https, but the ServiceMonitor scrapes %s" %
+                              (pod.name, self.monitor.get("scheme", "http")))
+                    return
+                auth = self.monitor["authorization"]
+                with open(self.secret_file(auth["credentials"])) as f:
+                    token = f.read().strip()
+                status, body = self.scrape((pod.ip, port), path, token)
+                refused, rbody = self.scrape((pod.ip, port), path, None)
+                if refused != 401 or "process_" in rbody:
+                    self.fail("%s: a scrape without the token got %d" %
+                              (pod.name, refused))
+            else:
+                body = urllib.request.urlopen(url, timeout=5).read().decode()
+        except (OSError, ValueError) as e:
             self.fail("%s: scrape %s failed: %s" % (pod.name, url, e))
             return
         if "process_resident_memory_bytes" not in body:
             self.fail("%s: %s does not look like Sampan metrics" % (pod.name, url))
+
+    def check_advertised(self, pod):
+        """A server started with --advertise=NAME serves on its pod IP as
+        NAME (what it registers); with --netns, NAME is one of the job's
+        DNS names, not an address."""
+        if pod.advertise is None:
+            return
+        with open(os.path.join(self.workdir, pod.name,
+                               pod.spec["containers"][0]["name"] + ".log")) as f:
+            log = f.read()
+        if not re.search(r"serving on %s:\d+ as %s:\d+" %
+                         (re.escape(pod.ip), re.escape(pod.advertise)), log):
+            self.fail("%s did not serve on %s as %s" % (pod.name, pod.ip,
+                                                        pod.advertise))
+        elif self.network is not None and (
+                pod.advertise not in self.network.hosts or
+                re.fullmatch(r"[\d.]+", pod.advertise)):
+            self.fail("%s advertises %s, not a DNS name of the job" %
+                      (pod.name, pod.advertise))
 
     def fail(self, message):
         print("FAIL: " + message)
@@ -394,21 +503,36 @@ class Runner:
             for pod in servers:
                 if pod.procs[0].poll() is not None:
                     self.fail("%s exited while serving" % pod.name)
+                self.check_advertised(pod)
         finally:
             self.stop_all()
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--replace-trainer=")]
-    replace = [int(a.split("=", 1)[1]) for a in sys.argv[1:]
-               if a.startswith("--replace-trainer=")]
+    args, replace, netns, secrets = [], [], False, {}
+    for a in sys.argv[1:]:
+        if a.startswith("--replace-trainer="):
+            replace.append(int(a.split("=", 1)[1]))
+        elif a == "--netns":
+            netns = True
+        elif a.startswith("--secret="):
+            name, _, path = a.split("=", 1)[1].partition("=")
+            secrets[name] = os.path.abspath(path)
+        else:
+            args.append(a)
     if len(args) != 3:
         raise SystemExit(__doc__)
     objects_path, sampan, workdir = args
     with open(objects_path) as f:
         objects = [o for o in yaml.safe_load_all(f) if o]
-    runner = Runner(objects, os.path.abspath(sampan), os.path.abspath(workdir))
-    runner.run(replace[0] if replace else None)
+    network = k8s_netns.Network() if netns else None
+    try:
+        runner = Runner(objects, os.path.abspath(sampan),
+                        os.path.abspath(workdir), network, secrets)
+        runner.run(replace[0] if replace else None)
+    finally:
+        if network is not None:
+            network.close()
     for pod in runner.pods:
         for name in sorted(os.listdir(os.path.join(runner.workdir, pod.name))):
             if name.endswith(".log") and runner.failures:
