@@ -159,9 +159,11 @@ struct MetricsServer::Impl {
   // Every connection of a TLS server starts with a server-side handshake.
   static bufferevent* TlsConnection(event_base* base, void* arg) {
     SSL* ssl = SSL_new(static_cast<SSL_CTX*>(arg));
-    // Null (out of memory) would make evhttp fall back to plaintext; Handle
+    // Null (out of memory) would make evhttp fall back to plaintext; Serve
     // refuses any request that arrives without TLS.
-    if (ssl == nullptr) return bufferevent_socket_new(base, -1, 0);
+    if (ssl == nullptr) {
+      return bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
     bufferevent* bev = bufferevent_openssl_socket_new(
         base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
     if (bev != nullptr) bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);

@@ -63,7 +63,7 @@ build predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
 mapfile -t PSERVER_SRCS < <(srcs_of //pserver:pserver)
 [ ${#PSERVER_SRCS[@]} -gt 0 ] || { echo "FAIL: bazel query found no pserver sources"; exit 1; }
 build rpc_fuzzer tests/fuzz/rpc_fuzzer.cc "${PSERVER_SRCS[@]}" \
-  "$GEN/proto/ps.pb.cc" "$GEN/proto/ps.grpc.pb.cc" \
+  "$GEN/proto/ps.pb.cc" "$GEN/proto/ps.grpc.pb.cc" "$GEN/proto/job.pb.cc" \
   -lgrpc++ -lgrpc -lgpr -lprotobuf -lrocksdb -levent_core -levent_extra \
   -levent_openssl -lssl -lcrypto \
   -lprometheus-cpp-core -lz
