@@ -114,6 +114,29 @@ absl::Status FsyncPath(const std::string& path) {
   return rc == 0 ? absl::OkStatus() : IoError("cannot fsync", path, err);
 }
 
+absl::Status CreateDirectoriesDurably(const std::string& dir) {
+  // The missing levels, deepest first.
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal();
+       !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    if (p == p.parent_path()) break;
+    missing.push_back(p);
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (!fs::create_directory(*it, ec) && ec) {
+      return IoError("cannot create", it->string(), ec.value());
+    }
+    if (absl::Status st = FsyncPath(it->parent_path().string()); !st.ok()) {
+      return st;
+    }
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return IoError("cannot create", dir, ec ? ec.value() : ENOTDIR);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileDurably(const std::string& path,
                               const std::string& contents) {
   const std::string tmp = path + ".tmp";

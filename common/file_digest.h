@@ -6,7 +6,8 @@
 //
 // Promises: WriteFileDurably leaves at `path` either the old contents or the
 // new ones, never a mix, and returns only once the new ones and the rename
-// survive a machine crash. Errors name the file. Free functions without
+// survive a machine crash; CreateDirectoriesDurably's directories survive
+// one too. Errors name the file. Free functions without
 // shared state.
 #ifndef SAMPAN_COMMON_FILE_DIGEST_H_
 #define SAMPAN_COMMON_FILE_DIGEST_H_
@@ -42,6 +43,14 @@ absl::Status VerifyFile(const std::string& dir, const FileDigest& file);
 
 // fsyncs a file, or a directory to make the renames in it durable.
 absl::Status FsyncPath(const std::string& path);
+
+// Creates `dir` and any missing parent, like
+// std::filesystem::create_directories, and fsyncs the parent of each one it
+// created, so that none of them vanishes in a machine crash (a directory's
+// new entry is durable only once the directory holding it is fsynced; the
+// files later made in it cannot bring it back). Unavailable naming the
+// directory on an error.
+absl::Status CreateDirectoriesDurably(const std::string& dir);
 
 // Writes `contents` to <path>.tmp, fsyncs it, renames it over `path` and
 // fsyncs the directory. Unavailable naming the file on an I/O error.

@@ -71,5 +71,18 @@ TEST(FileDigest, WriteFileDurablyReplacesAndLeavesNoTemp) {
   EXPECT_NE(s.message().find(dir + "/missing/LATEST.tmp"), std::string::npos);
 }
 
+// That the new levels survive a machine crash is tests/crashfs's to show
+// (tests/durability_crash_test.sh fails without it).
+TEST(FileDigest, CreateDirectoriesDurablyMakesMissingLevels) {
+  const std::string dir = Dir("mkdirs");
+  ASSERT_TRUE(CreateDirectoriesDurably(dir + "/a/b/c").ok());
+  EXPECT_TRUE(fs::is_directory(dir + "/a/b/c"));
+  EXPECT_TRUE(CreateDirectoriesDurably(dir + "/a/b/c").ok());  // exists
+  std::ofstream(dir + "/file") << "x";
+  absl::Status s = CreateDirectoriesDurably(dir + "/file/d");
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find(dir + "/file/d"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace sampan

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_digest.h"
 #include "common/log.h"
 #include "sparse_table/crc32c.h"
 
@@ -70,6 +71,19 @@ absl::Status SyncDir(const std::string& dir) {
   return rc == 0 ? absl::OkStatus() : Errno("fsync " + dir);
 }
 
+// Cuts `path` to `size` and fdatasyncs it. Undone by a machine crash, the
+// cut would bring the torn record back in front of the records logged after
+// it, in a segment that is no longer the last: DataLoss at the next open.
+absl::Status TruncateDurably(const std::string& path, uint64_t size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open " + path);
+  const bool ok = ::ftruncate(fd, size) == 0 && ::fdatasync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  errno = err;
+  return ok ? absl::OkStatus() : Errno("truncate " + path);
+}
+
 bool AllZero(const std::string& data, size_t from) {
   return std::all_of(data.begin() + from, data.end(),
                      [](char c) { return c == 0; });
@@ -94,11 +108,12 @@ std::string CheckRecord(const std::string& data, size_t off, size_t* end) {
 absl::StatusOr<std::unique_ptr<RedoLog>> RedoLog::Open(const Options& options,
                                                        uint64_t min_lsn,
                                                        const ReplayFn& replay) {
-  std::error_code ec;
-  std::filesystem::create_directories(options.dir, ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("create ", options.dir, ": ", ec.message()));
+  // Durably: a segment's records are lost with a directory whose entry was
+  // never synced (RocksDB syncs the pserver's directory when it next writes
+  // a file there, which a table writing back through the memtable may not
+  // do for hours).
+  if (absl::Status st = CreateDirectoriesDurably(options.dir); !st.ok()) {
+    return st;
   }
   std::unique_ptr<RedoLog> log(new RedoLog(options));
   if (absl::Status st = log->Replay(min_lsn, replay); !st.ok()) return st;
@@ -145,8 +160,7 @@ absl::Status RedoLog::Replay(uint64_t min_lsn, const ReplayFn& replay) {
         SAMPAN_LOG(WARNING) << "redo log " << path << ": torn last record at "
                             << "offset " << off << " (" << why
                             << "), ignored: a crash cut it short";
-        if (::truncate(path.c_str(), off) != 0)
-          return Errno("truncate " + path);
+        if (absl::Status st = TruncateDurably(path, off); !st.ok()) return st;
         break;
       }
       const absl::string_view body(&data[off + kHeader], end - off - 16);
@@ -335,7 +349,10 @@ absl::Status RedoLog::DeleteBelow(uint64_t lsn) {
     ++drop;
   }
   segments_.erase(segments_.begin(), segments_.begin() + drop);
-  return absl::OkStatus();
+  // Synced, deleted segments stay deleted after a machine crash; otherwise
+  // each one comes back and is read (and skipped) at every open until the
+  // directory is next synced.
+  return o_.sync && drop > 0 ? SyncDir(o_.dir) : absl::OkStatus();
 }
 
 absl::Status RedoLog::status() const {

@@ -14,8 +14,9 @@
 //   u32 length of payload | u32 masked CRC-32C of payload | payload
 //   payload = body | u64 LSN
 // On open, a torn last record of the last segment (a crash mid-write) is cut
-// off with a warning; any other bad record is DataLoss naming the file and
-// the offset.
+// off with a warning, and the cut fsynced; any other bad record is DataLoss
+// naming the file and the offset. The log's directory is created durably
+// and, with sync, synced after segments are created or deleted.
 //
 // Push record body (EncodePush / DecodePush), little-endian:
 //   u8 type = 1 | 3 x u8 0 | u32 n keys | u32 floats per key (pull_dim) |

@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_digest.h"
 #include "common/thread_priority.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/env.h"
@@ -168,8 +169,10 @@ absl::StatusOr<std::shared_ptr<SharedDb>> OpenDb(const TableOptions& o) {
       std::filesystem::absolute(o.data_dir).lexically_normal().string();
   std::lock_guard<std::mutex> lock(registry_mu);
   if (auto db = Registry()[dir].lock()) return db;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  // RocksDB fsyncs the files in its directory and the directory, never the
+  // directory's own entry in its parent: a machine crash after a first start
+  // would take the whole database with it.
+  if (absl::Status st = CreateDirectoriesDurably(dir); !st.ok()) return st;
   rocksdb::DBOptions dbo;
   dbo.create_if_missing = true;
   dbo.create_missing_column_families = true;

@@ -11,12 +11,13 @@
 //
 // Durability: the memory backend keeps nothing across restarts. The RocksDB
 // backend logs every push before Push returns, so an acknowledged push
-// survives a process crash (kWal) or a machine crash (kSync), and a replayed
-// push changes nothing. Where it is logged (DurabilityLog): in RocksDB's
-// write-ahead log as one WriteBatch of the changed rows plus the writer's
-// sequence per shard; or as one record of the push itself in the table's
-// redo log, the rows reaching RocksDB later in the background (and being
-// recovered from the log after a crash).
+// survives a process crash (kWal) or a machine crash (kSync: shown under a
+// simulated power cut that loses everything not fsynced,
+// tests/durability_crash_test.sh), and a replayed push changes nothing. Where
+// it is logged (DurabilityLog): in RocksDB's write-ahead log as one WriteBatch
+// of the changed rows plus the writer's sequence per shard; or as one record of
+// the push itself in the table's redo log, the rows reaching RocksDB later in
+// the background (and being recovered from the log after a crash).
 #ifndef SAMPAN_SPARSE_TABLE_SPARSE_TABLE_H_
 #define SAMPAN_SPARSE_TABLE_SPARSE_TABLE_H_
 
@@ -35,9 +36,9 @@ namespace sampan {
 enum class OptimizerRule { kSgd, kAdagrad, kAdam, kFtrl };
 enum class Backend { kMemory, kRocksDb };
 enum class Durability {
-  kWal,   // in RocksDB's WAL (OS page cache) before the ack: survives a crash
-          // of the process, not of the machine
-  kSync,  // WAL fsynced before the ack: survives a machine crash; slower
+  kWal,   // in the log (OS page cache) before the ack: survives a crash of
+          // the process; a machine crash loses pushes not yet written back
+  kSync,  // the log fsynced before the ack: survives a machine crash; slower
 };
 enum class DurabilityLog {
   kRocksDbWal,  // each push is one RocksDB WriteBatch through its WAL
