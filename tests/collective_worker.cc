@@ -94,10 +94,14 @@ int RunSums(Communicator* comm, const std::vector<size_t>& sizes,
   return 0;
 }
 
-int RunLoop(Communicator* comm, size_t count, absl::Duration timeout,
-            absl::Duration loop_for) {
+// The first AllReduce (after which the rank says "ready") may wait for the
+// slowest rank to finish connecting, so it gets `first_timeout`; the calls
+// under test get `timeout`.
+int RunLoop(Communicator* comm, size_t count, absl::Duration first_timeout,
+            absl::Duration timeout, absl::Duration loop_for) {
   std::vector<float> data(count, 1.0f);
-  absl::Status s = comm->AllReduce(data.data(), count, ReduceOp::kSum, timeout);
+  absl::Status s =
+      comm->AllReduce(data.data(), count, ReduceOp::kSum, first_timeout);
   if (!s.ok()) return Fail(s);
   std::printf("ready\n");
   std::fflush(stdout);
@@ -226,7 +230,7 @@ int Main(int argc, char** argv) {
   if (mode == "loop") {
     return RunLoop(
         comm->get(), flags->GetInt("count", 1 << 20).value_or(1 << 20),
-        call_timeout,
+        options.timeout, call_timeout,
         absl::Seconds(flags->GetInt("loop_seconds", 60).value_or(60)));
   }
   if (mode == "dense") return RunDense(comm->get(), call_timeout);
