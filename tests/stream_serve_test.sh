@@ -66,7 +66,9 @@ wait_served() {  # version seconds
 
 wait_served 2 60
 echo "ok: serving v2 while the job waits for pass 20261201/12"
-[ -e "$TMP/ready" ] || { echo "FAIL: no ready file while serving"; exit 1; }
+# Readiness follows within a tick (200 ms) of the first version loading.
+for _ in $(seq 1 50); do [ -e "$TMP/ready" ] && break; sleep 0.1; done
+[ -e "$TMP/ready" ] || { echo "FAIL: no ready file 5 s after serving v2"; exit 1; }
 for h in 12 18; do
   v=$([ $h = 12 ] && echo 3 || echo 4)
   mv "$TMP/marker-$h" "$data/20261201/$h/_SUCCESS"

@@ -18,19 +18,26 @@ start_time=$(date +%s)
 start_job "$job" || finish
 start_counter "$job"
 kills=0
+address=$(coordinator_address "$job")
+# Kills follow each other quickly: a coordinator restart costs the trainers
+# little, and on an idle machine the job trains for only ~3 s.
 for _ in $(seq 1 "${FAULT_COORD_KILLS:-3}"); do
-  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.5 + 1.0 * r / 32768 }')"
+  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.2 + 0.4 * r / 32768 }')"
   victim=$(pgrep -f -- "coordinator --config=$job/job.pbtxt" | head -1)
   [ -n "$victim" ] || continue
   kill -9 "$victim" && kills=$((kills + 1))
   log "SIGKILL coordinator (pid $victim), kill $kills"
-  # Back on its port before the next kill (a kill of a coordinator still
-  # starting is a case of its own).
-  for _ in $(seq 1 100); do
-    pgrep -f -- "coordinator --config=$job/job.pbtxt" > /dev/null && break
-    sleep 0.05
+  # Back and answering on its port before the next kill (a kill of a
+  # coordinator still starting is a case of its own).
+  for _ in $(seq 1 200); do
+    next=$(pgrep -f -- "coordinator --config=$job/job.pbtxt" | head -1)
+    if [ -n "$next" ] && [ "$next" != "$victim" ] &&
+       (exec 3<> "/dev/tcp/${address%:*}/${address##*:}") 2> /dev/null; then
+      break
+    fi
+    kill -0 $launcher 2> /dev/null || break
+    sleep 0.025
   done
-  sleep 0.5
 done
 wait $launcher; rc=$?
 tail -4 "$job.out"

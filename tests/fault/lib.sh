@@ -16,7 +16,8 @@
 # 0.005 from run to run (push merging and interleaving vary), LR by 0.0002,
 # so only LR lets a 0.003 bound say something about the fault.
 # The Bazel targets shorten the waits (FAULT_STOP_SECONDS,
-# FAULT_LOSS_SECONDS; tests/fault/BUILD.bazel).
+# FAULT_LOSS_SECONDS) or lengthen the job (FAULT_EPOCHS, 2; its fault-free
+# AUC is computed for it) per case: tests/fault/BUILD.bazel.
 
 RUNFILES="${TEST_SRCDIR:-}/${TEST_WORKSPACE:-}"
 if [ -n "${TEST_SRCDIR:-}" ] && [ -x "$RUNFILES/cli/sampan" ]; then
@@ -30,6 +31,7 @@ fi
 TMP="${TEST_TMPDIR:-$(mktemp -d /tmp/sampan-fault.XXXXXX)}"
 FAULT_CACHE="${FAULT_CACHE:-/tmp/sampan-fault-cache}"
 FAULT_ROWS="${FAULT_ROWS:-200000}"
+FAULT_EPOCHS="${FAULT_EPOCHS:-2}"
 FAULT_AUC_TOLERANCE="${FAULT_AUC_TOLERANCE:-0.003}"
 # The job's model (a case may train another; the baseline is per model).
 FAULT_MODEL="${FAULT_MODEL:-{type: LR\}}"
@@ -75,7 +77,7 @@ table: {num_shards: 32, backend: ROCKSDB, durability: WAL,
         optimizer: {type: ADAGRAD, learning_rate: 0.05}}
 data:
   batch_size: 512
-  epochs: 2
+  epochs: $FAULT_EPOCHS
   # Trainers resume inside a shuffle window: re-read, same order, skipped.
   shuffle_buffer_rows: 4096
   synthetic: {rows: 0}
@@ -185,7 +187,7 @@ auc_of() { sed -n 's/^test_auc=//p' "$1/result.txt" 2>/dev/null; }
 # The fault-free AUC of this job, cached per binary.
 baseline_auc() {
   local key
-  key=$( (cat "$SAMPAN" "${BASH_SOURCE[0]}"; echo "$FAULT_MODEL") | sha1sum | cut -c1-12)-$FAULT_ROWS
+  key=$( (cat "$SAMPAN" "${BASH_SOURCE[0]}"; echo "$FAULT_MODEL") | sha1sum | cut -c1-12)-$FAULT_ROWS-$FAULT_EPOCHS
   local cached="$FAULT_CACHE/baseline-$key.auc"
   (
     flock 8
