@@ -45,6 +45,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/hash_index.h"
+#include "common/row_arena.h"
 #include "sparse_table/accessor.h"
 #include "sparse_table/admission.h"
 #include "sparse_table/redo_log.h"
@@ -54,38 +55,6 @@
 namespace sampan {
 
 constexpr uint32_t kNoSlot = ~0u;
-
-// Fixed-stride rows in chunks: growth never moves a row (pointers stay
-// valid) and never leaves more than one chunk of slack.
-class RowArena {
- public:
-  static constexpr uint32_t kChunk = 256;  // rows
-  explicit RowArena(uint32_t stride) : stride_(stride) {}
-  float* operator[](uint32_t slot) {
-    return chunks_[slot / kChunk].get() + size_t{slot % kChunk} * stride_;
-  }
-  const float* operator[](uint32_t slot) const {
-    return chunks_[slot / kChunk].get() + size_t{slot % kChunk} * stride_;
-  }
-  uint32_t stride() const { return stride_; }
-  void Grow(uint32_t slots) {
-    while (chunks_.size() * kChunk < slots) {
-      chunks_.emplace_back(new float[size_t{kChunk} * stride_]);
-    }
-  }
-  // Frees the chunks wholly past the first n slots.
-  void Truncate(uint32_t n) {
-    chunks_.resize(
-        std::min<size_t>(chunks_.size(), (size_t{n} + kChunk - 1) / kChunk));
-  }
-  size_t bytes() const {
-    return chunks_.size() * kChunk * size_t{stride_} * sizeof(float);
-  }
-
- private:
-  const uint32_t stride_;
-  std::vector<std::unique_ptr<float[]>> chunks_;
-};
 
 // Slot states of the redo-log hot tier.
 enum : uint8_t { kClean = 0, kDirty = 1, kFlushing = 2 };
