@@ -11,6 +11,8 @@
 //    served job (the hook for the RocksDB-backed store: its memory budget).
 //    --server_wrap puts words before its command (a profiler: "perf record
 //    -e cpu-clock -g -o FILE --"); the server gets SIGTERM at the end.
+//    --prewarm seconds of closed-loop calls come first, not counted (a
+//    store's hot tier fills).
 // 3. For each of --reps repetitions, each size and form, alternating:
 //      rpc    --clients closed-loop threads, each with its own channel and
 //             stub (its own TCP connection), for --seconds after --warmup:
@@ -52,6 +54,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -80,6 +83,9 @@ struct BenchOptions {
   std::vector<std::string> forms = {"examples"};
   int clients = 4;
   double seconds = 5, warmup = 1;
+  // Closed-loop calls before the first rep, not counted: a store's hot tier
+  // fills (serving/hot_rows.h).
+  double prewarm = 0;
   int reps = 3;
   bool half = true;
 };
@@ -90,6 +96,8 @@ struct RunResult {
   double examples_per_s = 0, requests_per_s = 0;
   double p50 = 0, p99 = 0, p999 = 0;      // ms
   double server_cpu = 0, client_cpu = 0;  // cores busy over the run
+  // The server's resident memory at the end of the run and its peak, MB.
+  double server_rss = 0, server_hwm = 0;
   uint64_t errors = 0;
 };
 
@@ -160,6 +168,8 @@ RunResult RunThreads(const BenchOptions& o, int threads, pid_t server,
   r.p999 = Percentile(&all, 0.999);
   r.client_cpu = (cpu1 - cpu0) / o.seconds;
   r.server_cpu = (srv1 - srv0) / o.seconds;
+  r.server_rss = server > 0 ? ProcStatusMb(server, "VmRSS") : 0;
+  r.server_hwm = server > 0 ? ProcStatusMb(server, "VmHWM") : 0;
   return r;
 }
 
@@ -327,9 +337,14 @@ std::string LoadAverage() {
 void PrintRow(const char* what, int rep, const RunResult& r) {
   std::printf(
       "  %-8s rep %d  %10.0f ex/s %9.0f req/s  p50 %7.3f  p99 %7.3f  p999 "
-      "%7.3f ms  cpu client %.2f server %.2f  load %s%s\n",
+      "%7.3f ms  cpu client %.2f server %.2f%s  load %s%s\n",
       what, rep, r.examples_per_s, r.requests_per_s, r.p50, r.p99, r.p999,
-      r.client_cpu, r.server_cpu, LoadAverage().c_str(),
+      r.client_cpu, r.server_cpu,
+      r.server_rss > 0 ? absl::StrFormat("  server RSS %.0f MB (peak %.0f)",
+                                         r.server_rss, r.server_hwm)
+                             .c_str()
+                       : "",
+      LoadAverage().c_str(),
       r.errors ? absl::StrCat("  ERRORS ", r.errors).c_str() : "");
 }
 
@@ -363,11 +378,15 @@ void Report(const BenchOptions& o, size_t rows, const Case& c) {
     limit_cpu.push_back(PerCpu(c.limit[i]));
     cpu_ratios.push_back(rpc_cpu.back() / limit_cpu.back());
   }
+  double hwm = 0;
+  for (const RunResult& r : c.rpc) hwm = std::max(hwm, r.server_hwm);
+  for (const RunResult& r : c.half) hwm = std::max(hwm, r.server_hwm);
   std::printf(
       "RESULT model=%s rows=%zu form=%s size=%d clients=%d rpc_ex_s=%.0f "
       "rpc_req_s=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f limit_ex_s=%.0f "
       "handler_ex_s=%.0f ratio=%.3f server_cpu=%.2f client_cpu=%.2f "
-      "rpc_ex_cpu_s=%.0f limit_ex_cpu_s=%.0f cpu_ratio=%.3f",
+      "rpc_ex_cpu_s=%.0f limit_ex_cpu_s=%.0f cpu_ratio=%.3f "
+      "server_peak_rss_mb=%.0f",
       o.m.model.c_str(), rows, c.form.c_str(), c.size, o.clients,
       med(c.rpc, &RunResult::examples_per_s),
       med(c.rpc, &RunResult::requests_per_s), med(c.rpc, &RunResult::p50),
@@ -375,7 +394,7 @@ void Report(const BenchOptions& o, size_t rows, const Case& c) {
       med(c.limit, &RunResult::examples_per_s),
       med(c.handler, &RunResult::examples_per_s), Median(ratios),
       med(c.rpc, &RunResult::server_cpu), med(c.rpc, &RunResult::client_cpu),
-      Median(rpc_cpu), Median(limit_cpu), Median(cpu_ratios));
+      Median(rpc_cpu), Median(limit_cpu), Median(cpu_ratios), hwm);
   if (!c.half.empty()) {
     std::printf(
         " half_req_s=%.0f half_p50_ms=%.3f half_p99_ms=%.3f "
@@ -402,23 +421,18 @@ std::vector<int> IntList(const std::string& s) {
 }
 
 BenchOptions ParseBenchFlags(int argc, char** argv) {
-  absl::StatusOr<Flags> f =
-      Flags::Parse(argc, argv, 1,
-                   {"model", "rows", "dim", "hidden", "dir", "sampan",
-                    "serving", "sizes", "forms", "dist", "pool", "clients",
-                    "seconds", "warmup", "reps", "half", "server_wrap"});
+  absl::StatusOr<Flags> f = Flags::Parse(
+      argc, argv, 1,
+      {"model", "rows", "dim", "hidden", "dir", "sampan", "serving", "sizes",
+       "forms", "dist", "pool", "clients", "seconds", "warmup", "reps", "half",
+       "server_wrap", "prewarm"});
   if (!f.ok()) {
     std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
     std::exit(2);
   }
   BenchOptions o;
   auto num = [&](const char* name, double def) {
-    double v = def;
-    if (f->Has(name) && !absl::SimpleAtod(f->Get(name), &v)) {
-      std::fprintf(stderr, "--%s: expected a number\n", name);
-      std::exit(2);
-    }
-    return v;
+    return NumberFlag(*f, name, def);
   };
   o.m.model = f->Get("model", o.m.model);
   o.m.rows = int64_t(num("rows", o.m.rows));
@@ -442,6 +456,7 @@ BenchOptions ParseBenchFlags(int argc, char** argv) {
   o.clients = int(num("clients", o.clients));
   o.seconds = num("seconds", o.seconds);
   o.warmup = num("warmup", o.warmup);
+  o.prewarm = num("prewarm", o.prewarm);
   o.reps = int(num("reps", o.reps));
   o.half = f->Get("half", "1") != "0";
   return o;
@@ -489,6 +504,13 @@ int Main(int argc, char** argv) {
       "after %.0f s warmup, %d reps\n",
       o.m.model.c_str(), o.m.dim, absl::StrJoin(o.m.hidden, "x").c_str(), rows,
       o.m.zipf ? "Zipf(1)" : "uniform", o.clients, o.seconds, o.warmup, o.reps);
+  if (o.prewarm > 0 && !cases.empty()) {
+    BenchOptions warm = o;
+    warm.seconds = o.prewarm;
+    warm.warmup = 0;
+    PrintRow("prewarm", 0,
+             RunRpc(warm, target, server, cases.front().requests, 0));
+  }
   for (int rep = 1; rep <= o.reps; ++rep) {
     for (Case& c : cases) {
       std::printf("%s size %d form %s\n", o.m.model.c_str(), c.size,

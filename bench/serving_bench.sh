@@ -7,10 +7,17 @@
 # bench/serving_bench.cc for what each run does.
 # Usage: bench/serving_bench.sh [ROWS] [REPS]
 # Environment: MODELS ("FM DEEPFM"), SIZES (1,100), FORMS (examples,lines),
-# CLIENTS (4), SECONDS_PER_RUN (5), WARMUP (1), DIST (zipf), DIR, and SERVING: a
-# text-format ServingConfig merged into the served job, e.g. the memory
-# budget of the RocksDB-backed store for the 20M-row case, once it exists:
-#   SERVING='<its budget field>: ...' bench/serving_bench.sh 20000000
+# CLIENTS (4), SECONDS_PER_RUN (5), WARMUP (1), DIST (zipf), POOL (examples
+# drawn, 50000), PREWARM (seconds of uncounted calls first, 0), DIR, and
+# SERVING: a text-format ServingConfig merged into the served job, e.g. the
+# RocksDB-backed store 4x over its memory budget:
+#   POOL=1000000 PREWARM=60 SERVING='store_dir:
+#   "/tmp/sampan-serving-bench/store20m" memory_budget_mb: 340'
+#   bench/serving_bench.sh 20000000
+# The model directory and the store are kept in DIR and reused while the
+# model is the same (a rerun of the 20M case skips its ~80 s of writing and
+# loading). A larger POOL draws more distinct keys: the 50,000 default
+# examples touch fewer rows than a store's hot tier holds.
 # Prints each run, then one RESULT line per model, size and form; the load
 # average before and after (2 shared cores: other work skews the figures).
 set -euo pipefail
@@ -25,7 +32,9 @@ for model in $MODELS; do
   bazel-bin/bench/serving_bench --model="$model" --rows="$ROWS" \
     --reps="$REPS" --sizes="${SIZES:-1,100}" --forms="${FORMS:-examples,lines}" \
     --clients="${CLIENTS:-4}" --seconds="${SECONDS_PER_RUN:-5}" \
-    --warmup="${WARMUP:-1}" --dist="${DIST:-zipf}" --dir="$DIR" \
+    --warmup="${WARMUP:-1}" --dist="${DIST:-zipf}" --pool="${POOL:-50000}" \
+    --prewarm="${PREWARM:-0}" \
+    --dir="$DIR" \
     --serving="${SERVING:-}" --sampan=bazel-bin/cli/sampan \
     | tee "$DIR/$model.out"
   echo "load after $model: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/config.h"
 #include "common/hash.h"
@@ -193,6 +196,30 @@ std::vector<serving::PredictRequest> Requests(
     }
   }
   return out;
+}
+
+double NumberFlag(const Flags& flags, const char* name, double def) {
+  double v = def;
+  if (flags.Has(name) && !absl::SimpleAtod(flags.Get(name), &v)) {
+    std::fprintf(stderr, "--%s: expected a number\n", name);
+    std::exit(2);
+  }
+  return v;
+}
+
+double ProcStatusMb(pid_t pid, const std::string& field) {
+  std::ifstream in(pid > 0 ? absl::StrCat("/proc/", pid, "/status")
+                           : std::string("/proc/self/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) != 0) continue;
+    double kb = 0;
+    std::vector<std::string> f =
+        absl::StrSplit(line.substr(field.size() + 1), absl::ByAnyChar(" \t"),
+                       absl::SkipEmpty());
+    if (!f.empty() && absl::SimpleAtod(f[0], &kb)) return kb / 1024;
+  }
+  return 0;
 }
 
 }  // namespace sampan

@@ -16,11 +16,14 @@
 #ifndef SAMPAN_BENCH_SERVING_BENCH_MODEL_H_
 #define SAMPAN_BENCH_SERVING_BENCH_MODEL_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/flags.h"
 #include "proto/job.pb.h"
 #include "proto/serving.pb.h"
 
@@ -54,6 +57,15 @@ std::vector<std::string> ExamplePool(const BenchModelOptions& o);
 // "lines" or "examples" (pre-hashed); pool.size() / size of them.
 std::vector<serving::PredictRequest> Requests(
     const std::vector<std::string>& pool, int size, const std::string& form);
+
+// Helpers of the serving benches' drivers.
+//
+// The value of --name (def when absent); exits 2 naming it when it is not a
+// number.
+double NumberFlag(const Flags& flags, const char* name, double def);
+// A field of /proc/<pid>/status in MB ("VmRSS", "VmHWM", "RssAnon",
+// "RssFile"); pid 0 reads this process's; 0 when absent.
+double ProcStatusMb(pid_t pid, const std::string& field);
 
 }  // namespace sampan
 

@@ -38,6 +38,8 @@ FollowOptions LookupService::FollowOptionsOf() {
                 table_shards = l.serving.table_shards](uint64_t key) {
         return PserverOfShard(ShardOf(key, table_shards), shards) == shard;
       };
+      o.keep_id = absl::StrCat("shard ", l.shard, " of ", l.shards, " by ",
+                               l.serving.table_shards, " table shards");
       auto store = VersionStore::Open(o);
       if (!store.ok()) return store.status();
       store_ = *std::move(store);

@@ -32,8 +32,9 @@ namespace sampan {
 
 struct LookupOptions {
   // The versions root followed (model, version, poll), this shard's store
-  // (store_dir, wiped at start; memory_budget_bytes) and the training shard
-  // map (table_shards); the request limits and shard_addresses are unused.
+  // (store_dir, built on across restarts; memory_budget_bytes) and the training
+  // shard map (table_shards); the request limits and shard_addresses are
+  // unused.
   ServingOptions serving;
   // This shard and the number of shards (serving.shards).
   uint32_t shard = 0;

@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/config.h"
 #include "gtest/gtest.h"
 #include "serving/serving.h"
@@ -116,8 +117,13 @@ TEST(VersionStore, LargerThanItsBudgetDeltasAndCorruptVersions) {
   ExpectAll(**view1, v1, kKeys * 3);
   const VersionStore::Stats stats = (*store)->stats();
   EXPECT_GT(stats.bytes, 2 * options.memory_budget_bytes);
-  EXPECT_LE(stats.cache_bytes, options.memory_budget_bytes / 2 + (64 << 10));
+  EXPECT_LE(stats.memory_bytes, options.memory_budget_bytes);
   EXPECT_GT(stats.cache_misses, 0u);
+  // The hot tier holds what it can, and answered keys read again.
+  EXPECT_GT(stats.hot_rows, 1000u);
+  EXPECT_GT(stats.hot_bytes, options.memory_budget_bytes / 16);
+  EXPECT_GT(stats.hot_hits, 0u);
+  EXPECT_GT(stats.hot_misses, 0u);
   EXPECT_GT((*view1)->row_count(), kKeys / 2);
 
   // Delta 2: every fifth row changed, every eleventh deleted, new keys.
@@ -169,6 +175,84 @@ TEST(VersionStore, LargerThanItsBudgetDeltasAndCorruptVersions) {
   ExpectAll(**view4, v4, 5000 * 5);
   ExpectAll(**view1, v1, kKeys * 3);
   ExpectAll(**view3, v3, kKeys * 3);
+}
+
+// A store reopened on its directory builds on what it holds: the same
+// versions load nothing (their part files may even be gone), a newer delta
+// is applied alone; another key filter or another base loads afresh.
+TEST(VersionStore, KeptAcrossRestarts) {
+  const std::string root = Tmp() + "/store-kept/versions";
+  Rows v1, d2, v2, d3, v3;
+  for (uint64_t k = 1; k <= 20000; ++k) v1[k] = RowOf(k, 1);
+  for (uint64_t k = 1; k <= 20000; k += 7) d2[k] = RowOf(k, 2);
+  d2[10] = std::vector<float>(kDim, 0.0f);
+  v2 = v1;
+  for (const auto& [k, row] : d2) v2[k] = row;
+  v2.erase(10);
+  Publish(root, 1, 1, v1);
+  Publish(root, 2, 1, d2);
+  VersionStoreOptions options;
+  options.dir = Tmp() + "/store-kept/store";
+  options.memory_budget_bytes = 4 << 20;
+  {
+    auto store = VersionStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto view = (*store)->Bring(*ReadChainMembers(root, 2));
+    ASSERT_TRUE(view.ok()) << view.status();
+    ExpectAll(**view, v2, 20000);
+  }
+  // Without the base's and the first delta's rows, only a store that kept
+  // them can serve versions 2 and 3.
+  for (uint64_t v : {1, 2}) {
+    for (int part = 0; part < 2; ++part) {
+      std::filesystem::remove(
+          absl::StrFormat("%s/sparse-%05d.bin", VersionDir(root, v), part));
+    }
+  }
+  for (uint64_t k = 2; k <= 20000; k += 11) d3[k] = RowOf(k, 3);
+  v3 = v2;
+  for (const auto& [k, row] : d3) v3[k] = row;
+  Publish(root, 3, 1, d3);
+  {
+    auto store = VersionStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto view2 = (*store)->Bring(*ReadChainMembers(root, 2));
+    ASSERT_TRUE(view2.ok()) << view2.status();
+    ExpectAll(**view2, v2, 20000);
+    auto view3 = (*store)->Bring(*ReadChainMembers(root, 3));
+    ASSERT_TRUE(view3.ok()) << view3.status();
+    ExpectAll(**view3, v3, 20000);
+    ExpectAll(**view2, v2, 20000);
+  }
+  {
+    auto store = VersionStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto view3 = (*store)->Bring(*ReadChainMembers(root, 3));
+    ASSERT_TRUE(view3.ok()) << view3.status();
+    ExpectAll(**view3, v3, 20000);
+  }
+  // Another shard's store in the same directory does not take these rows:
+  // it needs the base's files.
+  VersionStoreOptions other = options;
+  other.keep = [](uint64_t key) { return key % 2 == 0; };
+  other.keep_id = "even keys";
+  {
+    auto store = VersionStore::Open(other);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto view = (*store)->Bring(*ReadChainMembers(root, 3));
+    ASSERT_FALSE(view.ok());
+    EXPECT_TRUE(absl::StrContains(view.status().message(), "sparse-0000"))
+        << view.status();
+  }
+  // A new base in the versions root: loaded afresh.
+  Rows v4;
+  for (uint64_t k = 1; k <= 3000; ++k) v4[k * 2] = RowOf(k, 4);
+  Publish(root, 4, 4, v4);
+  auto store = VersionStore::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto view4 = (*store)->Bring(*ReadChainMembers(root, 4));
+  ASSERT_TRUE(view4.ok()) << view4.status();
+  ExpectAll(**view4, v4, 6000);
 }
 
 TEST(VersionStore, KeepsOnlyTheKeysOfItsShards) {
@@ -282,6 +366,9 @@ TEST(StoreServing, SwapsUnderLoadAndRefusesACorruptDelta) {
     ASSERT_NEAR(response.probabilities(i), want[3][i], 1e-6) << i;
   }
   EXPECT_GT(servetest::MetricValue("sampan_serving_store_bytes"), 0);
+  EXPECT_GT(servetest::MetricValue("sampan_serving_store_memory_bytes"), 0);
+  EXPECT_GT(servetest::MetricValue("sampan_serving_store_hot_rows"), 0);
+  EXPECT_GT(servetest::MetricValue("sampan_serving_store_hot_hit_ratio"), 0);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ struct ServingOptions {
   size_t max_examples_per_request = 1000;
   size_t max_line_bytes = 1 << 16;
   // Rows in a local RocksDB store in this directory (serving/row_store.h),
-  // wiped when the first version loads; empty = rows in memory.
+  // built on across restarts; empty = rows in memory.
   std::string store_dir;
   // The store's memory (VersionStoreOptions::memory_budget_bytes).
   uint64_t memory_budget_bytes = 256ull << 20;

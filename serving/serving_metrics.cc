@@ -25,9 +25,15 @@ struct Metrics {
   prometheus::Counter* store_hits;
   prometheus::Counter* store_misses;
   prometheus::Gauge* store_hit_ratio;
+  prometheus::Gauge* store_memory;
+  prometheus::Gauge* hot_rows;
+  prometheus::Counter* hot_hits;
+  prometheus::Counter* hot_misses;
+  prometheus::Gauge* hot_hit_ratio;
   // The store's counts at the last RecordStore.
   std::mutex store_mu;
   uint64_t last_hits = 0, last_misses = 0;
+  uint64_t last_hot_hits = 0, last_hot_misses = 0;
 };
 
 // The one unlabeled metric of a new family built by `builder`.
@@ -92,6 +98,25 @@ Metrics* Build() {
       Single(prometheus::BuildGauge(), "sampan_serving_store_cache_hit_ratio",
              "Share of the serving store's data block reads the block cache "
              "answered since start.");
+  m->store_memory =
+      Single(prometheus::BuildGauge(), "sampan_serving_store_memory_bytes",
+             "Bytes of memory the serving store uses of its budget (hot tier, "
+             "memtables, block cache, index and filter blocks).");
+  m->hot_rows =
+      Single(prometheus::BuildGauge(), "sampan_serving_store_hot_rows",
+             "Decoded rows in the serving store's hot tier.");
+  auto& hot = prometheus::BuildCounter()
+                  .Name("sampan_serving_store_hot_lookups_total")
+                  .Help(
+                      "Keys the serving store looked up, by whether its hot "
+                      "tier held the row (hit) or RocksDB was read (miss).")
+                  .Register(r);
+  m->hot_hits = &hot.Add({{"result", "hit"}});
+  m->hot_misses = &hot.Add({{"result", "miss"}});
+  m->hot_hit_ratio =
+      Single(prometheus::BuildGauge(), "sampan_serving_store_hot_hit_ratio",
+             "Share of the serving store's key lookups its hot tier "
+             "answered since start.");
   return m;
 }
 
@@ -149,6 +174,18 @@ void RecordStore(const VersionStore::Stats& stats) {
   m.last_misses = stats.cache_misses;
   const uint64_t lookups = stats.cache_hits + stats.cache_misses;
   if (lookups > 0) m.store_hit_ratio->Set(double(stats.cache_hits) / lookups);
+  m.store_memory->Set(double(stats.memory_bytes));
+  m.hot_rows->Set(double(stats.hot_rows));
+  if (stats.hot_hits >= m.last_hot_hits) {
+    m.hot_hits->Increment(double(stats.hot_hits - m.last_hot_hits));
+  }
+  if (stats.hot_misses >= m.last_hot_misses) {
+    m.hot_misses->Increment(double(stats.hot_misses - m.last_hot_misses));
+  }
+  m.last_hot_hits = stats.hot_hits;
+  m.last_hot_misses = stats.hot_misses;
+  const uint64_t keys = stats.hot_hits + stats.hot_misses;
+  if (keys > 0) m.hot_hit_ratio->Set(double(stats.hot_hits) / keys);
 }
 
 }  // namespace sampan

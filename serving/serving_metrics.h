@@ -18,6 +18,12 @@
 //                                              "hit" (the block cache) or
 //                                              "miss" (from disk)
 //   sampan_serving_store_cache_hit_ratio       hits / lookups since start
+//   sampan_serving_store_memory_bytes          what its memory budget bounds
+//   sampan_serving_store_hot_rows              decoded rows in its hot tier
+//   sampan_serving_store_hot_lookups_total{result}  keys looked up, "hit"
+//                                              (the hot tier had the row) or
+//                                              "miss" (read from RocksDB)
+//   sampan_serving_store_hot_hit_ratio         hits / lookups since start
 // Process-wide and thread-safe.
 #ifndef SAMPAN_SERVING_SERVING_METRICS_H_
 #define SAMPAN_SERVING_SERVING_METRICS_H_

@@ -106,7 +106,7 @@ rocksdb::ColumnFamilyOptions RowColumnFamilyOptions(
 absl::Status MultiGetRows(
     rocksdb::DB* db, const rocksdb::ReadOptions& ro,
     rocksdb::ColumnFamilyHandle* cf, absl::Span<const uint64_t> keys,
-    const std::function<void(size_t, absl::string_view)>& fn) {
+    const std::function<void(size_t, absl::string_view)>& fn, bool sorted) {
   constexpr size_t kChunk = 256;
   std::string encoded[kChunk];
   rocksdb::Slice slices[kChunk];
@@ -118,7 +118,7 @@ absl::Status MultiGetRows(
       encoded[i] = RowKey(keys[at + i]);
       slices[i] = encoded[i];
     }
-    db->MultiGet(ro, cf, n, slices, found, statuses);
+    db->MultiGet(ro, cf, n, slices, found, statuses, sorted);
     absl::Status st;
     for (size_t i = 0; i < n; ++i) {
       if (st.ok() && !statuses[i].IsNotFound()) {

@@ -1,6 +1,7 @@
 #include "trainer/model_export.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -209,6 +210,60 @@ absl::StatusOr<SparseRows> ReadSparseRows(const std::string& dir,
 absl::StatusOr<SparsePart> ReadSparsePart(const std::string& dir, int part,
                                           int row_dim) {
   return ReadPart(PartPath(dir, part), row_dim, "the model (job.pbtxt)");
+}
+
+absl::StatusOr<std::unique_ptr<SparsePartReader>> SparsePartReader::Open(
+    const std::string& dir, int part, int row_dim) {
+  const std::string path = PartPath(dir, part);
+  absl::StatusOr<std::unique_ptr<CheckedFileReader>> file =
+      CheckedFileReader::Open(path, kSparseFile);
+  if (!file.ok()) return file.status();
+  char head[sizeof(uint32_t) + 8];
+  uint32_t dim = 0;
+  uint64_t n = 0;
+  absl::Status s =
+      (*file)->body_bytes() < sizeof(head)
+          ? absl::DataLossError(absl::StrCat(path, ": header cut short"))
+          : (*file)->Read(0, sizeof(head), head);
+  if (!s.ok()) return s;
+  std::memcpy(&dim, head, 4);
+  std::memcpy(&n, head + 4, 8);
+  if (row_dim != 0 && dim != uint32_t(row_dim)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " has rows of ", dim,
+                     " floats, the model (job.pbtxt)"
+                     " reads ",
+                     row_dim));
+  }
+  if (dim == 0 || n > (*file)->body_bytes() ||
+      (*file)->body_bytes() !=
+          sizeof(head) + n * (8 + uint64_t(dim) * sizeof(float))) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": payload does not hold ", n, " rows"));
+  }
+  return std::unique_ptr<SparsePartReader>(
+      new SparsePartReader(*std::move(file), int(dim), n));
+}
+
+absl::StatusOr<bool> SparsePartReader::Next(size_t max_rows,
+                                            SparsePart* chunk) {
+  const size_t n = size_t(std::min<uint64_t>(max_rows, rows_ - next_));
+  const size_t d = size_t(row_dim_);
+  chunk->row_dim = row_dim_;
+  chunk->keys.resize(n);
+  chunk->rows.resize(n * d);
+  if (n == 0) return false;
+  const uint64_t head = sizeof(uint32_t) + 8;
+  absl::Status s = file_->Read(head + next_ * 8, n * 8,
+                               reinterpret_cast<char*>(chunk->keys.data()));
+  if (s.ok()) {
+    s = file_->Read(head + rows_ * 8 + next_ * d * sizeof(float),
+                    n * d * sizeof(float),
+                    reinterpret_cast<char*>(chunk->rows.data()));
+  }
+  if (!s.ok()) return s;
+  next_ += n;
+  return true;
 }
 
 absl::StatusOr<uint64_t> CountSparseRows(const std::string& dir,

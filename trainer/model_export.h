@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "proto/job.pb.h"
+#include "trainer/model/checked_file.h"
 
 namespace sampan {
 
@@ -85,6 +87,31 @@ struct SparsePart {
 // when its rows are not `row_dim` floats wide (0 takes any width).
 absl::StatusOr<SparsePart> ReadSparsePart(const std::string& dir, int part,
                                           int row_dim);
+
+// Part `part` of `dir` read a chunk of rows at a time, for readers that
+// pass rows on (serving/row_store.h's bulk load) and so hold one chunk, not
+// the part. Open checks the part whole first (CRC32, one streaming pass);
+// errors as ReadSparsePart. Not thread-safe.
+class SparsePartReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<SparsePartReader>> Open(
+      const std::string& dir, int part, int row_dim);
+  int row_dim() const { return row_dim_; }
+  uint64_t rows() const { return rows_; }
+  // The next (up to) max_rows rows into *chunk, replacing its keys and
+  // rows; false, chunk empty, after the last. DataLoss or Unavailable when
+  // the file cannot be read as at Open.
+  absl::StatusOr<bool> Next(size_t max_rows, SparsePart* chunk);
+
+ private:
+  SparsePartReader(std::unique_ptr<CheckedFileReader> file, int row_dim,
+                   uint64_t rows)
+      : file_(std::move(file)), row_dim_(row_dim), rows_(rows) {}
+  std::unique_ptr<CheckedFileReader> file_;
+  const int row_dim_;
+  const uint64_t rows_;
+  uint64_t next_ = 0;
+};
 
 // Reads MODEL and job.pbtxt of `dir`: NotFound naming the file when the
 // directory is not a (complete) exported model; DataLoss when malformed.

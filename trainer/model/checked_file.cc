@@ -1,5 +1,6 @@
 #include "trainer/model/checked_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -89,6 +90,76 @@ bool BodyReader::GetString(std::string* s) {
   s->assign(p_, n);
   p_ += n;
   return true;
+}
+
+absl::StatusOr<std::unique_ptr<CheckedFileReader>> CheckedFileReader::Open(
+    const std::string& path, const FileKind& kind) {
+  absl::StatusOr<std::string> head = ReadChecked(path, kind, 0);
+  if (!head.ok()) return head.status();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", kind.what, " ",
+                                            path, ": ", std::strerror(errno)));
+  }
+  char header[kHeaderBytes];
+  uint32_t crc = 0;
+  uint64_t body = 0;
+  if (pread(fd, header, kHeaderBytes, 0) != ssize_t(kHeaderBytes)) {
+    ::close(fd);
+    return absl::DataLossError(absl::StrCat(path, ": truncated header"));
+  }
+  std::memcpy(&body, header + 12, 8);
+  std::memcpy(&crc, header + 20, 4);
+  std::unique_ptr<CheckedFileReader> reader(
+      new CheckedFileReader(path, fd, body));
+  std::string buf(1 << 20, '\0');
+  uLong sum = crc32(0L, Z_NULL, 0);
+  uint64_t at = 0;
+  for (;;) {
+    const ssize_t n = pread(fd, buf.data(), buf.size(), kHeaderBytes + at);
+    if (n < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    }
+    if (n == 0) break;
+    sum = crc32(sum, reinterpret_cast<const Bytef*>(buf.data()), uInt(n));
+    at += uint64_t(n);
+  }
+  if (at != body) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": truncated or padded (body of ", at,
+                     " bytes, the header says ", body, ")"));
+  }
+  if (uint32_t(sum) != crc) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": corrupt (CRC32 of the body does not match)"));
+  }
+  return reader;
+}
+
+CheckedFileReader::~CheckedFileReader() { ::close(fd_); }
+
+absl::Status CheckedFileReader::Read(uint64_t offset, size_t n,
+                                     char* out) const {
+  if (offset > body_bytes_ || n > body_bytes_ - offset) {
+    return absl::DataLossError(
+        absl::StrCat(path_, ": bytes ", offset, "+", n, " are past its body"));
+  }
+  while (n > 0) {
+    const ssize_t got = pread(fd_, out, n, kHeaderBytes + offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot read ", path_, ": ", std::strerror(errno)));
+    }
+    if (got == 0) {
+      return absl::DataLossError(absl::StrCat(path_, ": shorter than at open"));
+    }
+    out += got;
+    offset += uint64_t(got);
+    n -= size_t(got);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WriteCheckedFile(const std::string& path, const FileKind& kind,

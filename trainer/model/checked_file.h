@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,32 @@ absl::StatusOr<std::string> ReadCheckedFile(const std::string& path,
 // covers the whole body: for reading the header of a large file.
 absl::StatusOr<std::string> ReadCheckedFileHead(const std::string& path,
                                                 const FileKind& kind, size_t n);
+
+// A checked file's body read in pieces, for files too large to hold whole
+// (a sparse model part, trainer/model_export.h). Open checks the header as
+// ReadCheckedFile does and the body's CRC32 in one streaming pass (1 MiB
+// held at a time); Read then reads any range of the body. Not thread-safe.
+class CheckedFileReader {
+ public:
+  // Errors as ReadCheckedFile.
+  static absl::StatusOr<std::unique_ptr<CheckedFileReader>> Open(
+      const std::string& path, const FileKind& kind);
+  ~CheckedFileReader();
+  CheckedFileReader(const CheckedFileReader&) = delete;
+  CheckedFileReader& operator=(const CheckedFileReader&) = delete;
+
+  uint64_t body_bytes() const { return body_bytes_; }
+  // Reads body bytes [offset, offset + n) into out. DataLoss past the end
+  // (the file changed since Open), Unavailable on an I/O error.
+  absl::Status Read(uint64_t offset, size_t n, char* out) const;
+
+ private:
+  CheckedFileReader(std::string path, int fd, uint64_t body_bytes)
+      : path_(std::move(path)), fd_(fd), body_bytes_(body_bytes) {}
+  const std::string path_;
+  const int fd_;
+  const uint64_t body_bytes_;
+};
 
 // Appends plain values to a body.
 class BodyWriter {
