@@ -69,11 +69,20 @@ bool LookupService::ready() const { return follower_.Current() != nullptr; }
 grpc::Status LookupService::Lookup(grpc::ServerContext*,
                                    const serving::LookupRequest* request,
                                    serving::LookupResponse* response) {
+  const absl::Time start = absl::Now();
+  grpc::Status status = DoLookup(*request, response);
+  RecordLookupRpc("Lookup", status.error_code(), absl::Now() - start,
+                  status.ok() ? size_t(request->keys_size()) : 0);
+  return status;
+}
+
+grpc::Status LookupService::DoLookup(const serving::LookupRequest& request,
+                                     serving::LookupResponse* response) {
   std::shared_ptr<const ServedModel> served;
   std::vector<uint64_t> held;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = kept_.find(request->version());
+    auto it = kept_.find(request.version());
     if (it != kept_.end()) served = it->second;
     for (const auto& [version, model] : kept_) held.push_back(version);
   }
@@ -86,11 +95,11 @@ grpc::Status LookupService::Lookup(grpc::ServerContext*,
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("lookup shard ", options_.shard, " does not hold version ",
-                     request->version(), "; it holds ",
+                     request.version(), "; it holds ",
                      absl::StrJoin(held, ", ")));
   }
-  for (int j = 0; j < request->keys_size(); ++j) {
-    const uint64_t key = request->keys(j);
+  for (int j = 0; j < request.keys_size(); ++j) {
+    const uint64_t key = request.keys(j);
     const uint32_t owner = PserverOfShard(
         ShardOf(key, options_.serving.table_shards), options_.shards);
     if (owner != options_.shard) {
@@ -101,13 +110,13 @@ grpc::Status LookupService::Lookup(grpc::ServerContext*,
     }
   }
   const RowSource& rows = *served->scoring->rows;
-  const size_t n = request->keys_size();
+  const size_t n = request.keys_size();
   const int d = rows.row_dim();
   std::string* out = response->mutable_rows();
   std::string* found = response->mutable_found();
   out->resize(n * d * sizeof(float));
   found->resize(n);
-  absl::Status s = rows.Lookup(absl::MakeConstSpan(request->keys().data(), n),
+  absl::Status s = rows.Lookup(absl::MakeConstSpan(request.keys().data(), n),
                                reinterpret_cast<float*>(out->data()),
                                reinterpret_cast<uint8_t*>(found->data()));
   if (!s.ok()) return StatusToGrpc(s);
@@ -118,13 +127,17 @@ grpc::Status LookupService::Lookup(grpc::ServerContext*,
 grpc::Status LookupService::Versions(grpc::ServerContext*,
                                      const serving::ShardVersionsRequest*,
                                      serving::ShardVersionsResponse* response) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [version, model] : kept_) response->add_versions(version);
-  response->set_shard(options_.shard);
-  response->set_shards(options_.shards);
-  if (!kept_.empty()) {
-    response->set_row_dim(kept_.rbegin()->second->scoring->rows->row_dim());
+  const absl::Time start = absl::Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [version, model] : kept_) response->add_versions(version);
+    response->set_shard(options_.shard);
+    response->set_shards(options_.shards);
+    if (!kept_.empty()) {
+      response->set_row_dim(kept_.rbegin()->second->scoring->rows->row_dim());
+    }
   }
+  RecordLookupRpc("Versions", grpc::StatusCode::OK, absl::Now() - start, 0);
   return grpc::Status::OK;
 }
 

@@ -57,6 +57,7 @@ class LookupService final : public serving::Lookup::Service {
   // True once a version is loaded (the health service's SERVING).
   bool ready() const;
 
+  // Both count and time every call (serving/serving_metrics.h).
   grpc::Status Lookup(grpc::ServerContext* context,
                       const serving::LookupRequest* request,
                       serving::LookupResponse* response) override;
@@ -65,6 +66,8 @@ class LookupService final : public serving::Lookup::Service {
                         serving::ShardVersionsResponse* response) override;
 
  private:
+  grpc::Status DoLookup(const serving::LookupRequest& request,
+                        serving::LookupResponse* response);
   FollowOptions FollowOptionsOf();
   // on_load: keeps the version just swapped in among the last few.
   void Keep();

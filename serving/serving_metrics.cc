@@ -30,6 +30,9 @@ struct Metrics {
   prometheus::Counter* hot_hits;
   prometheus::Counter* hot_misses;
   prometheus::Gauge* hot_hit_ratio;
+  prometheus::Family<prometheus::Counter>* lookup_requests;
+  prometheus::Family<prometheus::Histogram>* lookup_latency;
+  prometheus::Counter* lookup_keys;
   // The store's counts at the last RecordStore.
   std::mutex store_mu;
   uint64_t last_hits = 0, last_misses = 0;
@@ -117,6 +120,20 @@ Metrics* Build() {
       Single(prometheus::BuildGauge(), "sampan_serving_store_hot_hit_ratio",
              "Share of the serving store's key lookups its hot tier "
              "answered since start.");
+  m->lookup_requests = &prometheus::BuildCounter()
+                            .Name("sampan_serving_lookup_requests_total")
+                            .Help(
+                                "Calls a lookup shard answered, by method and "
+                                "gRPC code.")
+                            .Register(r);
+  m->lookup_latency =
+      &prometheus::BuildHistogram()
+           .Name("sampan_serving_lookup_request_duration_seconds")
+           .Help("A lookup shard's calls' time from arrival to answer.")
+           .Register(r);
+  m->lookup_keys =
+      Single(prometheus::BuildCounter(), "sampan_serving_lookup_keys_total",
+             "Keys of the Lookup calls a lookup shard answered.");
   return m;
 }
 
@@ -138,6 +155,20 @@ void RecordPredict(grpc::StatusCode code, absl::Duration latency,
   m.examples->Increment(double(examples));
   m.hits->Increment(double(hits));
   m.misses->Increment(double(misses));
+}
+
+void RecordLookupRpc(const char* method, grpc::StatusCode code,
+                     absl::Duration latency, size_t keys) {
+  Metrics& m = M();
+  m.lookup_requests
+      ->Add({{"method", method},
+             {"code",
+              absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}})
+      .Increment();
+  // Add returns the existing histogram of these labels after the first call.
+  m.lookup_latency->Add({{"method", method}}, LatencyBuckets())
+      .Observe(absl::ToDoubleSeconds(latency));
+  m.lookup_keys->Increment(double(keys));
 }
 
 void RecordLoad(const absl::Status& status, const ServedModel* loaded) {

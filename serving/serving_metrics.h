@@ -24,6 +24,11 @@
 //                                              (the hot tier had the row) or
 //                                              "miss" (read from RocksDB)
 //   sampan_serving_store_hot_hit_ratio         hits / lookups since start
+// A lookup shard's RPCs (serving/lookup_service.h), by method ("Lookup",
+// "Versions"):
+//   sampan_serving_lookup_requests_total{method,code}  calls by gRPC code
+//   sampan_serving_lookup_request_duration_seconds{method}  latency histogram
+//   sampan_serving_lookup_keys_total           keys of answered Lookups
 // Process-wide and thread-safe.
 #ifndef SAMPAN_SERVING_SERVING_METRICS_H_
 #define SAMPAN_SERVING_SERVING_METRICS_H_
@@ -40,6 +45,11 @@ namespace sampan {
 // One Predict call's outcome.
 void RecordPredict(grpc::StatusCode code, absl::Duration latency,
                    size_t examples, size_t hits, size_t misses);
+
+// One call to a lookup shard: its method, outcome, time from arrival to
+// answer, and the keys it answered (0 for a failed call).
+void RecordLookupRpc(const char* method, grpc::StatusCode code,
+                     absl::Duration latency, size_t keys);
 
 // A load's outcome (ModelFollower's on_load).
 void RecordLoad(const absl::Status& status, const ServedModel* loaded);

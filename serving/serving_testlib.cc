@@ -223,6 +223,21 @@ double MetricValue(const std::string& name) {
   return -1;
 }
 
+double MetricValue(const std::string& name,
+                   const std::map<std::string, std::string>& labels) {
+  for (const auto& family : MetricsRegistry().Collect()) {
+    if (family.name != name) continue;
+    for (const auto& metric : family.metric) {
+      std::map<std::string, std::string> have;
+      for (const auto& label : metric.label) have[label.name] = label.value;
+      if (have != labels) continue;
+      return metric.counter.value + metric.gauge.value +
+             double(metric.histogram.sample_count);
+    }
+  }
+  return -1;
+}
+
 grpc::Status PredictLines(Server* server, const std::vector<std::string>& lines,
                           size_t begin, size_t n, PredictResponse* response) {
   PredictRequest request;

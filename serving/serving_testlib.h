@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,10 @@ void ExpectServeEqualsEval(const ServingOptions& options);
 
 // The value of the first metric of family `name`; -1 when absent.
 double MetricValue(const std::string& name);
+// The value of metric `name` with exactly these labels (a histogram's
+// sample count); -1 when there is none.
+double MetricValue(const std::string& name,
+                   const std::map<std::string, std::string>& labels);
 
 // Predict of test lines [begin, begin + n).
 grpc::Status PredictLines(Server* server, const std::vector<std::string>& lines,

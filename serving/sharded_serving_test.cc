@@ -1,7 +1,8 @@
 // Sharded serving in-process on real ports: two LookupServices (each
 // holding only its shards' rows) behind a PredictService front end answer
 // as eval scores, for LR with rare signs and DeepFM with dense inputs over a
-// base and a delta; a Lookup names what is wrong with a bad call.
+// base and a delta; a Lookup names what is wrong with a bad call, and the
+// shards count and time every call.
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
@@ -107,6 +108,22 @@ TEST(ShardedServing, DeepFmBaseAndDeltaServesAsEvalScores) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(absl::StrContains(s.error_message(), "belongs to lookup shard 1"))
       << s.error_message();
+
+  // Every call above was counted by method and code, and timed.
+  using servetest::MetricValue;
+  const std::string calls = "sampan_serving_lookup_requests_total";
+  EXPECT_GT(MetricValue(calls, {{"method", "Lookup"}, {"code", "OK"}}), 0);
+  EXPECT_GE(MetricValue(
+                calls, {{"method", "Lookup"}, {"code", "FAILED_PRECONDITION"}}),
+            1);
+  EXPECT_GE(
+      MetricValue(calls, {{"method", "Lookup"}, {"code", "INVALID_ARGUMENT"}}),
+      1);
+  EXPECT_GT(MetricValue(calls, {{"method", "Versions"}, {"code", "OK"}}), 0);
+  const std::string latency = "sampan_serving_lookup_request_duration_seconds";
+  EXPECT_GE(MetricValue(latency, {{"method", "Lookup"}}),
+            MetricValue(calls, {{"method", "Lookup"}, {"code", "OK"}}) + 2);
+  EXPECT_GT(MetricValue("sampan_serving_lookup_keys_total", {}), 0);
 }
 
 }  // namespace

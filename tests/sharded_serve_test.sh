@@ -6,7 +6,8 @@
 # probabilities equal a one-process server's (and eval's logloss); a
 # SIGKILLed shard fails calls with UNAVAILABLE within the lookup deadline,
 # and serving recovers once it is restarted on its port; a SIGSTOPped shard
-# likewise until SIGCONT; /metrics passes promtool; SIGTERM stops all.
+# likewise until SIGCONT; /metrics of the front end and of a shard (its
+# calls by method and code, latency) pass promtool; SIGTERM stops all.
 set -euo pipefail
 
 SAMPAN="${TEST_SRCDIR}/${TEST_WORKSPACE}/cli/sampan"
@@ -52,9 +53,10 @@ wait_port() {  # file
   echo "FAIL: no port in $1"; exit 1
 }
 start_shard() {  # i [port]
-  rm -f "$TMP/shard$1.port"
+  rm -f "$TMP/shard$1.port" "$TMP/shard$1.metrics"
   "$SAMPAN" serve "$TMP/job.yaml" --role=lookup --shard="$1" --port="${2:-0}" \
-    --port_file="$TMP/shard$1.port" >> "$TMP/shard$1.log" 2>&1 &
+    --port_file="$TMP/shard$1.port" --metrics_port=0 \
+    --metrics_port_file="$TMP/shard$1.metrics" >> "$TMP/shard$1.log" 2>&1 &
   shard_pid[$1]=$!
   pids+=($!)
   wait_port "$TMP/shard$1.port"
@@ -142,6 +144,19 @@ curl -sf "http://127.0.0.1:$(cat "$TMP/metrics.port")/metrics" > "$TMP/metrics.t
 promtool check metrics < "$TMP/metrics.txt"
 unavailable=$(awk '$1 == "sampan_serving_requests_total{code=\"UNAVAILABLE\"}" { print $2 }' "$TMP/metrics.txt")
 [ "${unavailable:-0}" -ge 3 ] || { echo "FAIL: UNAVAILABLE calls not counted"; grep requests_total "$TMP/metrics.txt"; exit 1; }
+# A lookup shard's own per-RPC metrics: calls by method and code, latency.
+wait_port "$TMP/shard1.metrics"
+curl -sf "http://127.0.0.1:$(cat "$TMP/shard1.metrics")/metrics" > "$TMP/shard1.txt"
+promtool check metrics < "$TMP/shard1.txt"
+metric() {  # file name{labels}: its value, 0 when absent
+  awk -v m="$2" '$1 == m { print int($2) }' "$1" | grep . || echo 0
+}
+lookups=$(metric "$TMP/shard1.txt" 'sampan_serving_lookup_requests_total{code="OK",method="Lookup"}')
+timed=$(metric "$TMP/shard1.txt" 'sampan_serving_lookup_request_duration_seconds_count{method="Lookup"}')
+versions=$(metric "$TMP/shard1.txt" 'sampan_serving_lookup_requests_total{code="OK",method="Versions"}')
+echo "shard 1 (restarted): $lookups Lookup calls OK, $timed timed, $versions Versions calls"
+[ "$lookups" -ge 1 ] && [ "$timed" -ge "$lookups" ] && [ "$versions" -ge 1 ] ||
+  { echo "FAIL: lookup shard 1's calls not counted"; grep sampan_serving_lookup "$TMP/shard1.txt"; exit 1; }
 
 # A clean stop of everything started here.
 for p in "${shard_pid[0]}" "${shard_pid[1]}" "$front" "$single"; do
