@@ -12,7 +12,12 @@
 //    --server_wrap puts words before its command (a profiler: "perf record
 //    -e cpu-clock -g -o FILE --"); the server gets SIGTERM at the end.
 //    --prewarm seconds of closed-loop calls come first, not counted (a
-//    store's hot tier fills).
+//    store's hot tier fills). With --shards=N (N > 1) it also starts N
+//    lookup shards and a predictor front end on the same model
+//    (--shard_serving: their ServingConfig fields; each shard keeps its
+//    rows in a store, in its hot tier when the budget allows) and runs
+//    their rpc and half runs right after the one-process server's: the
+//    cost of sharding on loopback (bench/serving_bench_server.h).
 // 3. For each of --reps repetitions, each size and form, alternating:
 //      rpc    --clients closed-loop threads, each with its own channel and
 //             stub (its own TCP connection), for --seconds after --warmup:
@@ -33,10 +38,11 @@
 //   server_cpu=.. client_cpu=.. (cores) rpc_ex_cpu_s=.. limit_ex_cpu_s=..
 //   cpu_ratio=.. (examples per CPU-second of each run's processes)
 //   half_req_s=.. half_p50_ms=.. half_p99_ms=.. half_p999_ms=..
-#include <fcntl.h>
+//   and with --shards: shards=.. sharded_ex_s=.. sharded_p50_ms=..
+//   sharded_p99_ms=.. sharded_server_cpu=.. (every shard and the front end)
+//   sharded_ex_cpu_s=.. sharded_ratio=.. sharded_cpu_ratio=.. (sharded /
+//   one process) sharded_half_req_s=.. sharded_half_p99_ms=..
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,13 +65,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/serving_bench_model.h"
+#include "bench/serving_bench_server.h"
 #include "common/flags.h"
 #include "google/protobuf/text_format.h"
 #include "proto/serving.grpc.pb.h"
 #include "serving/request_batch.h"
 #include "trainer/scoring.h"
-
-extern char** environ;
 
 namespace sampan {
 namespace {
@@ -88,6 +93,11 @@ struct BenchOptions {
   double prewarm = 0;
   int reps = 3;
   bool half = true;
+  // With N > 1: N lookup shards and a predictor front end on the same model
+  // too (text-format ServingConfig fields for them in shard_serving), whose
+  // rpc and half runs follow the one-process server's in every rep.
+  int shards = 0;
+  std::string shard_serving = "memory_budget_mb: 256";
 };
 
 // ----------------------------------------------------------------- the runs
@@ -115,28 +125,12 @@ double SelfCpu() {
          (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
-// CPU seconds of process `pid` (utime + stime from /proc); 0 without one.
-double ProcessCpu(pid_t pid) {
-  if (pid <= 0) return 0;
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::vector<std::string> f = absl::StrSplit(stat.substr(paren + 2), ' ');
-  double ut = 0, st = 0;  // fields 14 and 15 of stat, 12 and 13 after ')'
-  if (f.size() < 13 || !absl::SimpleAtod(f[11], &ut) ||
-      !absl::SimpleAtod(f[12], &st)) {
-    return 0;
-  }
-  return (ut + st) / sysconf(_SC_CLK_TCK);
-}
-
 // Runs `threads` copies of `call(thread, &latencies_ms, &examples)` until
 // the window ends; samples CPU over the measured window. Each call returns
 // whether it was in the window (counted) and its latency.
 template <typename Body>
-RunResult RunThreads(const BenchOptions& o, int threads, pid_t server,
-                     Body body) {
+RunResult RunThreads(const BenchOptions& o, int threads,
+                     const std::vector<pid_t>& servers, Body body) {
   const absl::Time start = absl::Now() + absl::Milliseconds(50);
   const absl::Time from = start + absl::Seconds(o.warmup);
   const absl::Time to = from + absl::Seconds(o.seconds);
@@ -150,9 +144,14 @@ RunResult RunThreads(const BenchOptions& o, int threads, pid_t server,
     });
   }
   absl::SleepFor(from - absl::Now());
-  const double cpu0 = SelfCpu(), srv0 = ProcessCpu(server);
+  auto server_cpu = [&] {
+    double cpu = 0;
+    for (pid_t pid : servers) cpu += ProcessCpu(pid);
+    return cpu;
+  };
+  const double cpu0 = SelfCpu(), srv0 = server_cpu();
   absl::SleepFor(to - absl::Now());
-  const double cpu1 = SelfCpu(), srv1 = ProcessCpu(server);
+  const double cpu1 = SelfCpu(), srv1 = server_cpu();
   for (std::thread& t : pool) t.join();
   RunResult r;
   std::vector<double> all;
@@ -168,40 +167,25 @@ RunResult RunThreads(const BenchOptions& o, int threads, pid_t server,
   r.p999 = Percentile(&all, 0.999);
   r.client_cpu = (cpu1 - cpu0) / o.seconds;
   r.server_cpu = (srv1 - srv0) / o.seconds;
-  r.server_rss = server > 0 ? ProcStatusMb(server, "VmRSS") : 0;
-  r.server_hwm = server > 0 ? ProcStatusMb(server, "VmHWM") : 0;
+  for (pid_t pid : servers) {  // summed over the processes
+    r.server_rss += ProcStatusMb(pid, "VmRSS");
+    r.server_hwm += ProcStatusMb(pid, "VmHWM");
+  }
   return r;
 }
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-std::unique_ptr<serving::Predictor::Stub> NewStub(const std::string& target) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connection
-  args.SetMaxReceiveMessageSize(64 << 20);
-  return serving::Predictor::NewStub(grpc::CreateCustomChannel(
-      target, grpc::InsecureChannelCredentials(), args));
-}
-
-bool Call(serving::Predictor::Stub* stub, const serving::PredictRequest& req,
-          serving::PredictResponse* resp, std::string* error) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-  grpc::Status s = stub->Predict(&ctx, req, resp);
-  if (!s.ok()) *error = absl::StrCat(s.error_code(), ": ", s.error_message());
-  return s.ok();
-}
-
 // Closed loop (rate 0) or Poisson arrivals at `rate` requests/s in all.
-RunResult RunRpc(const BenchOptions& o, const std::string& target, pid_t server,
+RunResult RunRpc(const BenchOptions& o, const Servers& servers,
                  const std::vector<serving::PredictRequest>& requests,
                  double rate) {
   const int threads = rate > 0 ? 2 * o.clients : o.clients;
   std::vector<std::unique_ptr<serving::Predictor::Stub>> stubs;
-  for (int t = 0; t < threads; ++t) stubs.push_back(NewStub(target));
+  for (int t = 0; t < threads; ++t) stubs.push_back(NewStub(servers.target));
   std::atomic<bool> reported{false};
   return RunThreads(
-      o, threads, server,
+      o, threads, servers.pids,
       [&](int t, absl::Time from, absl::Time to, std::vector<double>* lat,
           uint64_t* examples, uint64_t* errors) {
         std::mt19937_64 rng(t + 1);
@@ -240,7 +224,7 @@ RunResult RunRpc(const BenchOptions& o, const std::string& target, pid_t server,
 template <typename Score>
 RunResult RunLocal(const BenchOptions& o, size_t n, Score score) {
   return RunThreads(
-      o, o.clients, 0,
+      o, o.clients, {},
       [&](int t, absl::Time from, absl::Time to, std::vector<double>* lat,
           uint64_t* examples, uint64_t*) {
         std::mt19937_64 rng(t + 1);
@@ -254,73 +238,6 @@ RunResult RunLocal(const BenchOptions& o, size_t n, Score score) {
           *examples += e;
         }
       });
-}
-
-// ------------------------------------------------------------------ server
-
-pid_t StartServer(const BenchOptions& o, const std::string& model_dir,
-                  std::string* target) {
-  JobConfig config = BenchJob(o.m);
-  config.mutable_serving()->set_model(model_dir);
-  if (!google::protobuf::TextFormat::MergeFromString(
-          o.serving, config.mutable_serving())) {
-    std::fprintf(stderr, "--serving=%s: not a ServingConfig\n",
-                 o.serving.c_str());
-    std::exit(2);
-  }
-  const std::string job = o.dir + "/serve.pbtxt", port = o.dir + "/serve.port";
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(config, &text);
-  std::ofstream(job) << text;
-  fs::remove(port);
-  const std::string log = o.dir + "/serve.log";
-  std::vector<std::string> args =
-      absl::StrSplit(o.server_wrap, ' ', absl::SkipEmpty());
-  for (const std::string& a :
-       {o.sampan, std::string("serve"), job, "--port_file=" + port}) {
-    args.push_back(a);
-  }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) !=
-      0) {
-    std::fprintf(stderr, "cannot start %s\n", argv[0]);
-    std::exit(1);
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  // Up to 10 minutes: a large model loads before it answers.
-  const absl::Time deadline = absl::Now() + absl::Minutes(10);
-  while (!fs::exists(port) && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  int p = 0;
-  std::ifstream(port) >> p;
-  *target = absl::StrCat("127.0.0.1:", p);
-  auto stub = NewStub(*target);
-  serving::PredictRequest probe;
-  probe.add_lines(LineOf(std::vector<uint64_t>(kBenchFields, 0)));
-  serving::PredictResponse resp;
-  std::string error;
-  const absl::Time begin = absl::Now();
-  while (!Call(stub.get(), probe, &resp, &error)) {
-    if (absl::Now() > deadline || waitpid(pid, nullptr, WNOHANG) == pid) {
-      std::fprintf(stderr, "server not answering (%s); see %s\n", error.c_str(),
-                   log.c_str());
-      kill(pid, SIGKILL);
-      std::exit(1);
-    }
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  std::printf("sampan serve pid %d on %s, model loaded in %.1f s\n", pid,
-              target->c_str(), absl::ToDoubleSeconds(absl::Now() - begin));
-  return pid;
 }
 
 // ------------------------------------------------------------------- report
@@ -354,6 +271,7 @@ struct Case {
   std::vector<serving::PredictRequest> requests;
   std::vector<Batch> batches;
   std::vector<RunResult> rpc, limit, handler, half;
+  std::vector<RunResult> sharded, sharded_half;  // with --shards
 };
 
 // Examples per CPU-second of the run's processes (server and client for
@@ -402,6 +320,31 @@ void Report(const BenchOptions& o, size_t rows, const Case& c) {
         med(c.half, &RunResult::requests_per_s), med(c.half, &RunResult::p50),
         med(c.half, &RunResult::p99), med(c.half, &RunResult::p999));
   }
+  if (!c.sharded.empty()) {
+    std::vector<double> vs_one, vs_one_cpu;
+    for (size_t i = 0; i < c.sharded.size(); ++i) {
+      vs_one.push_back(c.sharded[i].examples_per_s / c.rpc[i].examples_per_s);
+      vs_one_cpu.push_back(PerCpu(c.sharded[i]) / PerCpu(c.rpc[i]));
+    }
+    std::printf(
+        " shards=%d sharded_ex_s=%.0f sharded_p50_ms=%.3f sharded_p99_ms=%.3f "
+        "sharded_server_cpu=%.2f sharded_ex_cpu_s=%.0f sharded_ratio=%.3f "
+        "sharded_cpu_ratio=%.3f",
+        o.shards, med(c.sharded, &RunResult::examples_per_s),
+        med(c.sharded, &RunResult::p50), med(c.sharded, &RunResult::p99),
+        med(c.sharded, &RunResult::server_cpu),
+        [&] {
+          std::vector<double> x;
+          for (const RunResult& r : c.sharded) x.push_back(PerCpu(r));
+          return Median(x);
+        }(),
+        Median(vs_one), Median(vs_one_cpu));
+    if (!c.sharded_half.empty()) {
+      std::printf(" sharded_half_req_s=%.0f sharded_half_p99_ms=%.3f",
+                  med(c.sharded_half, &RunResult::requests_per_s),
+                  med(c.sharded_half, &RunResult::p99));
+    }
+  }
   std::printf("\n");
 }
 
@@ -423,9 +366,10 @@ std::vector<int> IntList(const std::string& s) {
 BenchOptions ParseBenchFlags(int argc, char** argv) {
   absl::StatusOr<Flags> f = Flags::Parse(
       argc, argv, 1,
-      {"model", "rows", "dim", "hidden", "dir", "sampan", "serving", "sizes",
-       "forms", "dist", "pool", "clients", "seconds", "warmup", "reps", "half",
-       "server_wrap", "prewarm"});
+      {"model",  "rows",        "dim",     "hidden", "dir",
+       "sampan", "serving",     "sizes",   "forms",  "dist",
+       "pool",   "clients",     "seconds", "warmup", "reps",
+       "half",   "server_wrap", "prewarm", "shards", "shard_serving"});
   if (!f.ok()) {
     std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
     std::exit(2);
@@ -457,9 +401,21 @@ BenchOptions ParseBenchFlags(int argc, char** argv) {
   o.seconds = num("seconds", o.seconds);
   o.warmup = num("warmup", o.warmup);
   o.prewarm = num("prewarm", o.prewarm);
+  o.shards = int(num("shards", o.shards));
+  o.shard_serving = f->Get("shard_serving", o.shard_serving);
   o.reps = int(num("reps", o.reps));
   o.half = f->Get("half", "1") != "0";
   return o;
+}
+
+// Merges text-format ServingConfig fields into config's serving (exits 2
+// when they are not).
+void MergeServing(const std::string& text, JobConfig* config) {
+  if (!google::protobuf::TextFormat::MergeFromString(
+          text, config->mutable_serving())) {
+    std::fprintf(stderr, "not ServingConfig fields: %s\n", text.c_str());
+    std::exit(2);
+  }
 }
 
 int Main(int argc, char** argv) {
@@ -469,14 +425,30 @@ int Main(int argc, char** argv) {
   const std::string model_dir =
       absl::StrCat(o.dir, "/model-", o.m.model, "-", o.m.rows);
   const size_t rows = WriteBenchModel(o.m, model_dir);
-  std::string target;
-  const pid_t server = StartServer(o, model_dir, &target);
+  ServeCommand cmd;
+  cmd.sampan = o.sampan;
+  cmd.wrap = o.server_wrap;
+  cmd.dir = o.dir;
+  JobConfig config = BenchJob(o.m);
+  config.mutable_serving()->set_model(model_dir);
+  MergeServing(o.serving, &config);
+  const Servers server = StartOneProcess(cmd, config, "serve");
+  Servers sharded;
+  if (o.shards > 1) {
+    JobConfig shard_config = BenchJob(o.m);
+    shard_config.mutable_serving()->set_model(model_dir);
+    shard_config.mutable_serving()->set_store_dir(o.dir + "/shards-store");
+    shard_config.mutable_serving()->set_shards(uint32_t(o.shards));
+    MergeServing(o.shard_serving, &shard_config);
+    sharded = StartSharded(cmd, shard_config, "sharded");
+  }
 
   absl::StatusOr<std::unique_ptr<ScoringModel>> model =
       LoadScoringModel(model_dir);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
-    kill(server, SIGKILL);
+    StopServers(server);
+    StopServers(sharded);
     return 1;
   }
   RequestShape shape;
@@ -508,15 +480,21 @@ int Main(int argc, char** argv) {
     BenchOptions warm = o;
     warm.seconds = o.prewarm;
     warm.warmup = 0;
-    PrintRow("prewarm", 0,
-             RunRpc(warm, target, server, cases.front().requests, 0));
+    PrintRow("prewarm", 0, RunRpc(warm, server, cases.front().requests, 0));
+    if (!sharded.pids.empty()) {
+      PrintRow("prewarm", 0, RunRpc(warm, sharded, cases.front().requests, 0));
+    }
   }
   for (int rep = 1; rep <= o.reps; ++rep) {
     for (Case& c : cases) {
       std::printf("%s size %d form %s\n", o.m.model.c_str(), c.size,
                   c.form.c_str());
-      c.rpc.push_back(RunRpc(o, target, server, c.requests, 0));
+      c.rpc.push_back(RunRpc(o, server, c.requests, 0));
       PrintRow("rpc", rep, c.rpc.back());
+      if (!sharded.pids.empty()) {
+        c.sharded.push_back(RunRpc(o, sharded, c.requests, 0));
+        PrintRow("sharded", rep, c.sharded.back());
+      }
       // Each thread scores its own copy of the batches (ScoreBatch may
       // rewrite signs in place).
       std::vector<std::vector<Batch>> copies(o.clients, c.batches);
@@ -536,16 +514,20 @@ int Main(int argc, char** argv) {
       }));
       PrintRow("handler", rep, c.handler.back());
       if (o.half) {
-        c.half.push_back(RunRpc(o, target, server, c.requests,
-                                c.rpc.back().requests_per_s / 2));
+        c.half.push_back(
+            RunRpc(o, server, c.requests, c.rpc.back().requests_per_s / 2));
         PrintRow("half", rep, c.half.back());
+        if (!sharded.pids.empty()) {
+          c.sharded_half.push_back(RunRpc(o, sharded, c.requests,
+                                          c.sharded.back().requests_per_s / 2));
+          PrintRow("s-half", rep, c.sharded_half.back());
+        }
       }
     }
   }
   for (const Case& c : cases) Report(o, rows, c);
-  kill(server, SIGTERM);
-  int status = 0;
-  waitpid(server, &status, 0);
+  StopServers(server);
+  StopServers(sharded);
   return 0;
 }
 

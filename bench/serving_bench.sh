@@ -14,6 +14,10 @@
 #   POOL=1000000 PREWARM=60 SERVING='store_dir:
 #   "/tmp/sampan-serving-bench/store20m" memory_budget_mb: 340'
 #   bench/serving_bench.sh 20000000
+# SHARDS=N (N > 1) also starts N lookup shards and a predictor front end on
+# the same model (SHARD_SERVING: their ServingConfig fields, default
+# memory_budget_mb: 256) and runs them after the one-process server in
+# every rep: the cost of sharding on loopback.
 # The model directory and the store are kept in DIR and reused while the
 # model is the same (a rerun of the 20M case skips its ~80 s of writing and
 # loading). A larger POOL draws more distinct keys: the 50,000 default
@@ -34,6 +38,7 @@ for model in $MODELS; do
     --clients="${CLIENTS:-4}" --seconds="${SECONDS_PER_RUN:-5}" \
     --warmup="${WARMUP:-1}" --dist="${DIST:-zipf}" --pool="${POOL:-50000}" \
     --prewarm="${PREWARM:-0}" \
+    --shards="${SHARDS:-0}" --shard_serving="${SHARD_SERVING:-memory_budget_mb: 256}" \
     --dir="$DIR" \
     --serving="${SERVING:-}" --sampan=bazel-bin/cli/sampan \
     | tee "$DIR/$model.out"
