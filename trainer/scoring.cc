@@ -1,21 +1,46 @@
 #include "trainer/scoring.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "trainer/data/rare_signs.h"
 
 namespace sampan {
 
+// Two passes, so that the cache misses overlap instead of following one
+// another: each key's hash slot is fetched kAhead keys before it is probed,
+// and each row found is fetched when probed and copied in the second pass.
+// A batch's rows are spread over a table far larger than the caches; the
+// copies were a quarter of ScoreBatch (bench/RESULTS.md).
 absl::Status SparseRowSource::Lookup(absl::Span<const uint64_t> keys,
                                      float* rows, uint8_t* found) const {
-  const int d = sparse_->row_dim;
-  std::fill_n(rows, keys.size() * d, 0.0f);
+  constexpr size_t kAhead = 12;
+  constexpr uint32_t kNone = ~0u;
+  const size_t d = size_t(sparse_->row_dim);
+  const auto& index = sparse_->index;
+  const float* table = sparse_->rows.data();
+  thread_local std::vector<uint32_t> at;
+  at.resize(keys.size());
   for (size_t k = 0; k < keys.size(); ++k) {
-    auto it = sparse_->index.find(keys[k]);
-    found[k] = it != sparse_->index.end();
-    if (!found[k]) continue;
-    std::copy_n(sparse_->rows.begin() + size_t(it->second) * d, d,
-                rows + k * d);
+    if (k + kAhead < keys.size()) index.prefetch(keys[k + kAhead]);
+    auto it = index.find(keys[k]);
+    if (it == index.end()) {
+      at[k] = kNone;
+      continue;
+    }
+    at[k] = it->second;
+    const float* row = table + size_t(it->second) * d;
+    __builtin_prefetch(row);
+    __builtin_prefetch(row + d - 1);
+  }
+  for (size_t k = 0; k < keys.size(); ++k) {
+    found[k] = at[k] != kNone;
+    float* out = rows + k * d;
+    if (found[k]) {
+      std::memcpy(out, table + size_t(at[k]) * d, d * sizeof(float));
+    } else {
+      std::fill_n(out, d, 0.0f);
+    }
   }
   return absl::OkStatus();
 }
