@@ -45,6 +45,9 @@
 namespace sampan {
 namespace {
 
+// A coordinator that a newer one replaced exits with this status.
+constexpr int kSupersededExitCode = 3;
+
 constexpr char kUsage[] = R"(usage: sampan <command> [flags]
 
 commands:
@@ -142,13 +145,22 @@ Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known) {
   return {*flags, *config};
 }
 
+// A coordinator that a newer one replaced (coordinator/coordinator.h) has
+// nothing left to do: it exits, and whoever restarts it gets a new epoch.
+void ExitIfSuperseded(const CoordinatorService& service) {
+  if (!service.superseded()) return;
+  SAMPAN_LOG(ERROR) << "coordinator epoch " << service.epoch()
+                    << " was replaced by a newer coordinator; exiting";
+  std::_Exit(kSupersededExitCode);
+}
+
 int CoordinatorMain(int argc, char** argv) {
   BlockTerminationSignals();
   SetLogRole("coordinator");
-  Invocation inv = ParseOrExit(argc, argv,
-                               {"port", "port_file", "host", "advertise",
-                                "metrics_port", "metrics_port_file",
-                                "launch_id"});
+  Invocation inv =
+      ParseOrExit(argc, argv,
+                  {"port", "port_file", "host", "advertise", "metrics_port",
+                   "metrics_port_file", "launch_id"});
   // `sampan run` names its launch, so that a coordinator it restarts
   // resumes the rendezvous state of this launch (coordinator/coordinator.h).
   auto service = NewCoordinatorService(inv.config, inv.flags.Get("launch_id"));
@@ -176,11 +188,13 @@ int CoordinatorMain(int argc, char** argv) {
       return absl::OkStatus();
     };
     options.on_tick = [&] {
+      ExitIfSuperseded(*service);
       if (self == nullptr) return;
       absl::StatusOr<coord::JobStatusResponse> status = self->JobStatus();
       if (status.ok()) job_metrics->Update(*status, absl::Now());
     };
   }
+  if (!options.on_tick) options.on_tick = [&] { ExitIfSuperseded(*service); };
   absl::Status s = ServeUntilSignal(service.get(), options);
   return s.ok() ? 0 : Fail(s);
 }
@@ -244,6 +258,18 @@ int PserverMain(int argc, char** argv) {
       return Fail(loaded.status());
     }
   }
+  // Without --coordinator the pserver serves standalone (benchmarks, tools).
+  std::unique_ptr<CoordinatorClient> coordinator;
+  if (inv.flags.Has("coordinator")) {
+    coordinator = std::make_unique<CoordinatorClient>(
+        inv.flags.Get("coordinator"),
+        absl::Seconds(cluster.rpc_deadline_seconds()),
+        absl::Seconds(cluster.wait_timeout_seconds()),
+        ChannelCredentialsOrExit(inv.config));
+    ps_options.newest_coordinator_epoch = [c = coordinator.get()] {
+      return c->newest_epoch();
+    };
+  }
   auto pserver = Pserver::Create(ps_options, std::move(tables));
 
   ServeOptions options;
@@ -254,15 +280,6 @@ int PserverMain(int argc, char** argv) {
   options.port = IntFlagOrExit(inv.flags, "port", 0);
   options.port_file = inv.flags.Get("port_file");
   options.credentials = ServerCredentialsOrExit(inv.config);
-  // Without --coordinator the pserver serves standalone (benchmarks, tools).
-  std::unique_ptr<CoordinatorClient> coordinator;
-  if (inv.flags.Has("coordinator")) {
-    coordinator = std::make_unique<CoordinatorClient>(
-        inv.flags.Get("coordinator"),
-        absl::Seconds(cluster.rpc_deadline_seconds()),
-        absl::Seconds(cluster.wait_timeout_seconds()),
-        ChannelCredentialsOrExit(inv.config));
-  }
   std::string address;
   options.on_started = [&](const std::string& a) {
     address = a;

@@ -6,10 +6,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace sampan {
 
@@ -25,6 +29,21 @@ inline absl::Status GrpcToStatus(const grpc::Status& status,
 inline grpc::Status StatusToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       std::string(status.message()));
+}
+
+// The number under `key` in gRPC metadata (a call's, or an answer's initial
+// or trailing metadata); 0 when absent or not a number.
+inline uint64_t Uint64InMetadata(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    const char* key) {
+  auto it = metadata.find(key);
+  uint64_t value = 0;
+  if (it == metadata.end() ||
+      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()),
+                        &value)) {
+    return 0;
+  }
+  return value;
 }
 
 }  // namespace sampan

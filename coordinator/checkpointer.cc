@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/coordinator_epoch.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/security.h"
@@ -17,6 +18,9 @@
 
 namespace sampan {
 namespace {
+
+constexpr char kSuperseded[] =
+    "a newer coordinator took over; this one writes nothing more";
 
 namespace fs = std::filesystem;
 using grpc::Status;
@@ -65,9 +69,11 @@ struct Round {
 class CheckpointerImpl final : public Checkpointer {
  public:
   CheckpointerImpl(const JobConfig& config,
-                   std::function<std::vector<std::string>()> pservers)
+                   std::function<std::vector<std::string>()> pservers,
+                   CheckpointFence fence)
       : config_(config),
         pservers_(std::move(pservers)),
+        fence_(std::move(fence)),
         root_(fs::absolute(CheckpointRoot(config)).string()),
         timeout_(absl::Seconds(config.checkpoint().timeout_seconds())),
         hybrid_(config.model().type() != LR && config.model().type() != FM &&
@@ -228,6 +234,7 @@ class CheckpointerImpl final : public Checkpointer {
   // Snapshots, dense state, manifest; returns an error message or "".
   std::string Take(const Round& round, coord::CheckpointManifest* manifest) {
     const std::string dir = CheckpointDir(root_, round.epoch);
+    if (fence_.superseded()) return kSuperseded;
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return absl::StrCat("cannot create ", dir, ": ", ec.message());
@@ -236,6 +243,7 @@ class CheckpointerImpl final : public Checkpointer {
       std::string error = SnapshotPserver(i, addresses[i], round, dir);
       if (!error.empty()) return error;
     }
+    if (fence_.superseded()) return kSuperseded;
     if (!round.dense_file.empty()) {
       fs::rename(round.dense_file, dir + "/dense.bin", ec);
       if (ec)
@@ -278,10 +286,12 @@ class CheckpointerImpl final : public Checkpointer {
     const absl::Time limit = round.start + timeout_;
     absl::Duration backoff = absl::Milliseconds(50);
     while (true) {
+      if (fence_.superseded()) return kSuperseded;
       std::error_code ec;
       fs::remove_all(snapshot, ec);  // a failed attempt's partial copy
       grpc::ClientContext ctx;
       ctx.set_deadline(absl::ToChronoTime(limit));
+      ctx.AddMetadata(kCoordinatorEpochKey, absl::StrCat(fence_.epoch));
       ps::CheckpointResponse resp;
       const Status s = stub->Checkpoint(&ctx, req, &resp);
       if (s.ok()) return "";
@@ -304,6 +314,8 @@ class CheckpointerImpl final : public Checkpointer {
     metrics_->abandoned->Increment();
     SAMPAN_LOG(WARNING) << "checkpoint " << round->epoch
                         << " abandoned: " << reason;
+    // A replacement may be writing a checkpoint of the same number.
+    if (fence_.superseded()) return End(round);
     std::error_code ec;
     fs::remove_all(CheckpointDir(root_, round->epoch), ec);
     if (!round->dense_file.empty()) fs::remove(round->dense_file, ec);
@@ -318,6 +330,7 @@ class CheckpointerImpl final : public Checkpointer {
 
   const JobConfig config_;
   const std::function<std::vector<std::string>()> pservers_;
+  const CheckpointFence fence_;
   const std::string root_;
   const absl::Duration timeout_;
   const bool hybrid_;
@@ -335,9 +348,10 @@ class CheckpointerImpl final : public Checkpointer {
 }  // namespace
 
 std::unique_ptr<Checkpointer> Checkpointer::Create(
-    const JobConfig& config,
-    std::function<std::vector<std::string>()> pservers) {
-  return std::make_unique<CheckpointerImpl>(config, std::move(pservers));
+    const JobConfig& config, std::function<std::vector<std::string>()> pservers,
+    CheckpointFence fence) {
+  return std::make_unique<CheckpointerImpl>(config, std::move(pservers),
+                                            std::move(fence));
 }
 
 }  // namespace sampan

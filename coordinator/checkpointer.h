@@ -35,13 +35,23 @@
 
 namespace sampan {
 
+// How a coordinator that was replaced stops acting
+// (common/coordinator_epoch.h): its epoch goes with every Checkpoint RPC (a
+// pserver that has seen a newer one refuses it), and once `superseded`
+// returns true a round in flight writes and deletes nothing more.
+struct CheckpointFence {
+  uint64_t epoch = 0;
+  std::function<bool()> superseded = [] { return false; };
+};
+
 class Checkpointer {
  public:
   // `pservers` returns the registered pservers' addresses by index (empty
   // for one not registered); it is called without the checkpointer's lock.
   static std::unique_ptr<Checkpointer> Create(
       const JobConfig& config,
-      std::function<std::vector<std::string>()> pservers);
+      std::function<std::vector<std::string>()> pservers,
+      CheckpointFence fence = CheckpointFence());
   virtual ~Checkpointer() = default;
 
   // Records a trainer's step count and fills in the announced epoch.

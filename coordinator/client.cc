@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/coordinator_epoch.h"
 #include "common/retry.h"
 
 namespace sampan {
@@ -12,6 +13,28 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
 }
 
+// Sends the newest epoch seen with `call`, and refuses its answer when an
+// older coordinator gave it.
+template <typename Call>
+grpc::Status Fenced(std::atomic<uint64_t>* newest, grpc::ClientContext* context,
+                    Call call) {
+  const uint64_t before = newest->load();
+  if (before > 0) {
+    context->AddMetadata(kCoordinatorEpochKey, absl::StrCat(before));
+  }
+  grpc::Status s = call(context);
+  const uint64_t theirs =
+      CoordinatorEpochIn(context->GetServerInitialMetadata());
+  if (theirs != 0 && theirs < newest->load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("answer from coordinator epoch ", theirs,
+                                     ", which coordinator epoch ",
+                                     newest->load(), " replaced; not taken"));
+  }
+  RaiseEpoch(*newest, theirs);
+  return s;
+}
+
 // Runs `attempt(context)` until it succeeds, fails with anything but
 // UNAVAILABLE, or `budget` has passed: a coordinator that is restarting
 // (`sampan run` brings a dead one back on its port) is waited for. Each
@@ -19,21 +42,28 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
 // budget's remainder, at most `per_attempt`, as its deadline. The calls
 // retried are those a second arrival makes no different: registration
 // (a new incarnation), barrier arrivals (a set of indices), key-value
-// puts and gets.
+// puts and gets. When the budget runs out, the last answer that said why
+// (UNAVAILABLE with a reason) is returned rather than the final attempt's
+// deadline.
 template <typename Attempt>
-grpc::Status WithRetries(absl::Duration budget, absl::Duration per_attempt,
-                         Attempt attempt) {
+grpc::Status WithRetries(std::atomic<uint64_t>* newest, absl::Duration budget,
+                         absl::Duration per_attempt, Attempt attempt) {
   const absl::Time give_up = absl::Now() + budget;
   Backoff backoff(absl::Milliseconds(50), absl::Seconds(1), budget);
+  grpc::Status why;
   while (true) {
     grpc::ClientContext context;
     context.set_wait_for_ready(true);
     context.set_deadline(
         absl::ToChronoTime(std::min(give_up, absl::Now() + per_attempt)));
-    grpc::Status s = attempt(&context);
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || !backoff.Wait()) {
-      return s;
+    grpc::Status s = Fenced(newest, &context, attempt);
+    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+        absl::Now() >= give_up && !why.ok()) {
+      return why;
     }
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return s;
+    why = s;
+    if (!backoff.Wait()) return s;
   }
 }
 
@@ -70,7 +100,7 @@ absl::Status CoordinatorClient::Register(coord::Role role, int index,
   req.set_index(index);
   req.set_address(address);
   coord::RegisterResponse resp;
-  return GrpcToStatus(WithRetries(wait_timeout_, wait_timeout_,
+  return GrpcToStatus(WithRetries(&newest_epoch_, wait_timeout_, wait_timeout_,
                                   [&](grpc::ClientContext* context) {
                                     return stub_->Register(
                                         context, req,
@@ -85,9 +115,12 @@ absl::Status CoordinatorClient::Heartbeat(
   grpc::ClientContext context;
   SetDeadline(&context, rpc_deadline_);
   coord::HeartbeatResponse resp;
-  return GrpcToStatus(
-      stub_->Heartbeat(&context, request, response ? response : &resp),
-      "Heartbeat");
+  return GrpcToStatus(Fenced(&newest_epoch_, &context,
+                             [&](grpc::ClientContext* c) {
+                               return stub_->Heartbeat(
+                                   c, request, response ? response : &resp);
+                             }),
+                      "Heartbeat");
 }
 
 absl::StatusOr<coord::CheckpointArriveResponse>
@@ -96,7 +129,10 @@ CoordinatorClient::CheckpointArrive(const coord::CheckpointArriveRequest& req,
   grpc::ClientContext context;
   SetDeadline(&context, timeout);
   coord::CheckpointArriveResponse resp;
-  grpc::Status s = stub_->CheckpointArrive(&context, req, &resp);
+  grpc::Status s =
+      Fenced(&newest_epoch_, &context, [&](grpc::ClientContext* c) {
+        return stub_->CheckpointArrive(c, req, &resp);
+      });
   if (!s.ok()) return GrpcToStatus(s, "CheckpointArrive");
   return resp;
 }
@@ -105,10 +141,11 @@ absl::StatusOr<coord::ClusterSpec> CoordinatorClient::WaitClusterSpec() {
   coord::GetClusterSpecRequest req;
   req.set_wait_complete(true);
   coord::ClusterSpec spec;
-  grpc::Status s = WithRetries(
-      wait_timeout_, wait_timeout_, [&](grpc::ClientContext* context) {
-        return stub_->GetClusterSpec(context, req, &spec);
-      });
+  grpc::Status s =
+      WithRetries(&newest_epoch_, wait_timeout_, wait_timeout_,
+                  [&](grpc::ClientContext* context) {
+                    return stub_->GetClusterSpec(context, req, &spec);
+                  });
   if (!s.ok()) return GrpcToStatus(s, "GetClusterSpec");
   return spec;
 }
@@ -118,7 +155,9 @@ absl::StatusOr<ShardMap> CoordinatorClient::GetShardMap() {
   SetDeadline(&context, rpc_deadline_);
   coord::ClusterSpec spec;
   grpc::Status s =
-      stub_->GetClusterSpec(&context, coord::GetClusterSpecRequest(), &spec);
+      Fenced(&newest_epoch_, &context, [&](grpc::ClientContext* c) {
+        return stub_->GetClusterSpec(c, coord::GetClusterSpecRequest(), &spec);
+      });
   if (!s.ok()) {
     return GrpcToStatus(s, absl::StrCat("GetClusterSpec from coordinator ",
                                         address_, " (for the shard map)"));
@@ -141,7 +180,7 @@ absl::Status CoordinatorClient::Barrier(const std::string& name, int count,
   req.set_count(count);
   req.set_index(index);
   coord::BarrierResponse resp;
-  return GrpcToStatus(WithRetries(wait_timeout_, wait_timeout_,
+  return GrpcToStatus(WithRetries(&newest_epoch_, wait_timeout_, wait_timeout_,
                                   [&](grpc::ClientContext* context) {
                                     return stub_->Barrier(context, req, &resp);
                                   }),
@@ -154,7 +193,7 @@ absl::Status CoordinatorClient::KvPut(const std::string& key,
   req.set_key(key);
   req.set_value(value);
   coord::KvPutResponse resp;
-  return GrpcToStatus(WithRetries(wait_timeout_, rpc_deadline_,
+  return GrpcToStatus(WithRetries(&newest_epoch_, wait_timeout_, rpc_deadline_,
                                   [&](grpc::ClientContext* context) {
                                     return stub_->KvPut(context, req, &resp);
                                   }),
@@ -169,7 +208,7 @@ absl::StatusOr<std::string> CoordinatorClient::KvGet(const std::string& key,
   req.set_key(key);
   req.set_wait(wait);
   coord::KvGetResponse resp;
-  grpc::Status s = WithRetries(wait ? timeout : wait_timeout_,
+  grpc::Status s = WithRetries(&newest_epoch_, wait ? timeout : wait_timeout_,
                                wait ? timeout : rpc_deadline_,
                                [&](grpc::ClientContext* context) {
                                  return stub_->KvGet(context, req, &resp);
@@ -185,7 +224,10 @@ absl::StatusOr<coord::JobStatusResponse> CoordinatorClient::JobStatus() {
   grpc::ClientContext context;
   SetDeadline(&context, rpc_deadline_);
   coord::JobStatusResponse resp;
-  grpc::Status s = stub_->JobStatus(&context, coord::JobStatusRequest(), &resp);
+  grpc::Status s =
+      Fenced(&newest_epoch_, &context, [&](grpc::ClientContext* c) {
+        return stub_->JobStatus(c, coord::JobStatusRequest(), &resp);
+      });
   if (!s.ok()) return GrpcToStatus(s, "JobStatus");
   return resp;
 }

@@ -7,9 +7,16 @@
 // (an arrival or a put made twice is the same as once). Heartbeats, shard
 // map fetches, job status and checkpoint arrivals are tried once: their
 // callers try again on their own schedule or abandon the round.
+//
+// Fencing (common/coordinator_epoch.h): every call carries the newest
+// coordinator epoch this client has seen, and an answer from an older
+// coordinator (one that was stopped and replaced, then woke up) is not
+// taken: the call fails UNAVAILABLE, so the retried ones wait for the
+// current coordinator.
 #ifndef SAMPAN_COORDINATOR_CLIENT_H_
 #define SAMPAN_COORDINATOR_CLIENT_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -58,6 +65,8 @@ class CoordinatorClient {
   absl::StatusOr<coord::JobStatusResponse> JobStatus();
 
   const std::string& address() const { return address_; }
+  // The newest coordinator epoch an answer carried; 0 before any.
+  uint64_t newest_epoch() const { return newest_epoch_.load(); }
 
   static ShardMap ToShardMap(const coord::ShardMap& map);
 
@@ -65,6 +74,7 @@ class CoordinatorClient {
   std::string address_;
   absl::Duration rpc_deadline_, wait_timeout_;
   std::unique_ptr<coord::Coordinator::Stub> stub_;
+  std::atomic<uint64_t> newest_epoch_{0};
 };
 
 }  // namespace sampan

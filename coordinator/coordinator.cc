@@ -1,5 +1,6 @@
 #include "coordinator/coordinator.h"
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/coordinator_epoch.h"
 #include "common/file_digest.h"
 #include "common/log.h"
 #include "common/shard_map.h"
@@ -35,7 +37,17 @@ absl::Time WaitLimit(const ServerContext* context) {
   return std::min(cap, absl::FromChrono(deadline));
 }
 
-class CoordinatorImpl final : public coord::Coordinator::Service {
+// This incarnation's epoch: above every earlier one's, from the counter kept
+// beside the state (from the clock alone when that cannot be written).
+uint64_t TakeEpoch(const std::string& file) {
+  absl::StatusOr<uint64_t> epoch = IdSource(file).Next();
+  if (epoch.ok()) return *epoch;
+  SAMPAN_LOG(ERROR) << "coordinator epoch: " << epoch.status().message()
+                    << "; taking one from the clock";
+  return *IdSource("").Next();
+}
+
+class CoordinatorImpl final : public CoordinatorService {
  public:
   CoordinatorImpl(const JobConfig& config, const std::string& launch_id)
       : config_(config),
@@ -47,13 +59,20 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
             std::vector<std::string>(config.cluster().num_pservers()))),
         writer_ids_(StateFile(config, "writer_ids")),
         map_versions_(StateFile(config, "shard_map_versions")),
+        epoch_(TakeEpoch(StateFile(config, "coordinator_epochs"))),
         checkpointer_(Checkpointer::Create(
-            config, [this] { return PserverAddresses(); })) {
+            config, [this] { return PserverAddresses(); },
+            CheckpointFence{epoch_, [this] { return superseded(); }})) {
+    SAMPAN_LOG(INFO) << "coordinator epoch " << epoch_;
     LoadState();
   }
 
-  Status Register(ServerContext*, const coord::RegisterRequest* req,
+  uint64_t epoch() const override { return epoch_; }
+  bool superseded() const override { return superseded_.load(); }
+
+  Status Register(ServerContext* context, const coord::RegisterRequest* req,
                   coord::RegisterResponse* resp) override {
+    if (Status s = Fence(context, "Register"); !s.ok()) return s;
     const int limit = req->role() == coord::PSERVER
                           ? config_.cluster().num_pservers()
                           : config_.cluster().num_trainers();
@@ -108,8 +127,9 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     return Status::OK;
   }
 
-  Status Heartbeat(ServerContext*, const coord::HeartbeatRequest* req,
+  Status Heartbeat(ServerContext* context, const coord::HeartbeatRequest* req,
                    coord::HeartbeatResponse* resp) override {
+    if (Status s = Fence(context, "Heartbeat"); !s.ok()) return s;
     {
       absl::MutexLock lock(&mu_);
       auto it = members_.find({req->role(), req->index()});
@@ -128,12 +148,14 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   Status CheckpointArrive(ServerContext* context,
                           const coord::CheckpointArriveRequest* req,
                           coord::CheckpointArriveResponse* resp) override {
+    if (Status s = Fence(context, "CheckpointArrive"); !s.ok()) return s;
     return checkpointer_->Arrive(context, *req, resp);
   }
 
   Status GetClusterSpec(ServerContext* context,
                         const coord::GetClusterSpecRequest* req,
                         coord::ClusterSpec* spec) override {
+    if (Status s = Fence(context, "GetClusterSpec"); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
     if (req->wait_complete()) {
       auto complete = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -154,6 +176,7 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
 
   Status Barrier(ServerContext* context, const coord::BarrierRequest* req,
                  coord::BarrierResponse*) override {
+    if (Status s = Fence(context, "Barrier"); !s.ok()) return s;
     if (req->count() <= 0) {
       return Status(StatusCode::INVALID_ARGUMENT,
                     "Barrier: count must be positive");
@@ -180,8 +203,9 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     return Status::OK;
   }
 
-  Status KvPut(ServerContext*, const coord::KvPutRequest* req,
+  Status KvPut(ServerContext* context, const coord::KvPutRequest* req,
                coord::KvPutResponse*) override {
+    if (Status s = Fence(context, "KvPut"); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
     kv_[req->key()] = req->value();
     if (absl::Status s = SaveState(); !s.ok()) {
@@ -194,6 +218,7 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
 
   Status KvGet(ServerContext* context, const coord::KvGetRequest* req,
                coord::KvGetResponse* resp) override {
+    if (Status s = Fence(context, "KvGet"); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
     auto present = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return kv_.count(req->key()) > 0;
@@ -209,9 +234,12 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     return Status::OK;
   }
 
-  Status JobStatus(ServerContext*, const coord::JobStatusRequest*,
+  Status JobStatus(ServerContext* context, const coord::JobStatusRequest*,
                    coord::JobStatusResponse* resp) override {
+    if (Status s = Fence(context, "JobStatus"); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
+    resp->set_coordinator_incarnations(incarnations_);
+    resp->set_coordinator_epoch(epoch_);
     FillSpec(resp->mutable_spec());
     for (int r = 0; r < config_.cluster().num_trainers(); ++r) {
       auto it = members_.find({coord::TRAINER, r});
@@ -234,6 +262,30 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   };
   using Key = std::pair<int, int>;  // (role, index)
 
+  // Every handler starts here: tells the caller this coordinator's epoch,
+  // and refuses (UNAVAILABLE: the caller retries, and finds the newer
+  // coordinator) once a newer one is known to have taken over.
+  Status Fence(ServerContext* context, absl::string_view rpc) {
+    context->AddInitialMetadata(kCoordinatorEpochKey, absl::StrCat(epoch_));
+    const uint64_t theirs = CoordinatorEpochIn(context->client_metadata());
+    if (theirs > epoch_) {
+      Supersede(absl::StrCat("a member called ", rpc,
+                             " having seen coordinator epoch ", theirs));
+    }
+    if (!superseded()) return Status::OK;
+    return Status(StatusCode::UNAVAILABLE,
+                  absl::StrCat(rpc, ": coordinator epoch ", epoch_,
+                               " was replaced by a newer coordinator"));
+  }
+
+  void Supersede(const std::string& why) {
+    if (!superseded_.exchange(true)) {
+      SAMPAN_LOG(ERROR) << "coordinator epoch " << epoch_
+                        << " superseded: " << why
+                        << "; it acts no more and stops";
+    }
+  }
+
   std::vector<std::string> PserverAddresses() {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> out(config_.cluster().num_pservers());
@@ -246,8 +298,23 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   // Writes the rendezvous state durably (a no-op without a launch id).
   absl::Status SaveState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (state_file_.empty()) return absl::OkStatus();
+    // A newer coordinator's state is not overwritten. (Between this check
+    // and the rename below a newer one could still write; it would have to
+    // start within that window, and it writes its state again on its next
+    // put or barrier.)
+    if (const uint64_t newer = EpochOfStateOnDisk(); newer > epoch_) {
+      Supersede(absl::StrCat(state_file_, " was written by coordinator epoch ",
+                             newer));
+    }
+    if (superseded()) {
+      return absl::UnavailableError(absl::StrCat("coordinator epoch ", epoch_,
+                                                 " was replaced; not writing ",
+                                                 state_file_));
+    }
     coord::CoordinatorState state;
     state.set_launch_id(launch_id_);
+    state.set_coordinator_epoch(epoch_);
+    state.set_incarnations(incarnations_);
     for (const auto& [key, value] : kv_) (*state.mutable_kv())[key] = value;
     for (const auto& [name, b] : barriers_) {
       if (b.released) state.add_released_barriers(name);
@@ -258,10 +325,26 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
     return WriteFileDurably(state_file_, state.SerializeAsString());
   }
 
+  uint64_t EpochOfStateOnDisk() const {
+    std::ifstream in(state_file_, std::ios::binary);
+    coord::CoordinatorState state;
+    if (!in.is_open() || !state.ParseFromIstream(&in)) return 0;
+    return state.coordinator_epoch();
+  }
+
   // Resumes the rendezvous state of this launch, if a coordinator before
-  // this one kept any.
+  // this one kept any, and writes it back as this epoch's (so that an
+  // earlier coordinator that wakes up finds it and stops).
   void LoadState() {
     if (state_file_.empty()) return;
+    ResumeState();
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = SaveState(); !s.ok()) {
+      SAMPAN_LOG(ERROR) << "coordinator state: " << s.message();
+    }
+  }
+
+  void ResumeState() {
     std::ifstream in(state_file_, std::ios::binary);
     const bool exists = in.is_open();  // parsing leaves `in` at EOF
     coord::CoordinatorState state;
@@ -270,17 +353,20 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
                         << ": not a CoordinatorState; starting empty";
       return;
     }
-    if (!exists || state.launch_id() != launch_id_) {  // none, or another launch's
+    if (!exists ||
+        state.launch_id() != launch_id_) {  // none, or another launch's
       SAMPAN_LOG(INFO) << "launch " << launch_id_ << ": no state kept yet in "
                        << state_file_;
       return;
     }
     absl::MutexLock lock(&mu_);
+    incarnations_ = state.incarnations() + 1;
     for (const auto& [key, value] : state.kv()) kv_[key] = value;
     for (const std::string& name : state.released_barriers()) {
       barriers_[name].released = true;
     }
-    SAMPAN_LOG(INFO) << "launch " << launch_id_ << ": resumed " << kv_.size()
+    SAMPAN_LOG(INFO) << "launch " << launch_id_ << ": coordinator incarnation "
+                     << incarnations_ << " resumed " << kv_.size()
                      << " keys and " << state.released_barriers_size()
                      << " released barriers from " << state_file_;
   }
@@ -334,13 +420,16 @@ class CoordinatorImpl final : public coord::Coordinator::Service {
   ShardMap shard_map_ ABSL_GUARDED_BY(mu_);
   // Each has its own lock; map_versions_ is asked only under mu_.
   IdSource writer_ids_, map_versions_;
+  const uint64_t epoch_;
+  std::atomic<bool> superseded_{false};
+  uint32_t incarnations_ ABSL_GUARDED_BY(mu_) = 1;
   // Declared last: its callback reads members_ under mu_.
   std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 }  // namespace
 
-std::unique_ptr<coord::Coordinator::Service> NewCoordinatorService(
+std::unique_ptr<CoordinatorService> NewCoordinatorService(
     const JobConfig& config, const std::string& launch_id) {
   return std::make_unique<CoordinatorImpl>(config, launch_id);
 }

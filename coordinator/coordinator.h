@@ -38,7 +38,20 @@ namespace sampan {
 // released; a coordinator started with the same launch id resumes from it,
 // so members that retry their calls across the restart (coordinator/
 // client.h) see what they saw before. A state of another launch is ignored.
-std::unique_ptr<coord::Coordinator::Service> NewCoordinatorService(
+//
+// Fencing (common/coordinator_epoch.h): each coordinator takes an epoch above
+// every earlier one's (<checkpoint root>/coordinator/coordinator_epochs) and
+// sends it with every answer and every call to a pserver. Once a member
+// shows it a newer epoch, or it finds the state file written by a newer
+// one, it is superseded: every RPC answers UNAVAILABLE, it writes and
+// deletes nothing more, and its process should exit.
+class CoordinatorService : public coord::Coordinator::Service {
+ public:
+  virtual uint64_t epoch() const = 0;
+  virtual bool superseded() const = 0;
+};
+
+std::unique_ptr<CoordinatorService> NewCoordinatorService(
     const JobConfig& config, const std::string& launch_id = "");
 
 }  // namespace sampan

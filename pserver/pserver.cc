@@ -1,5 +1,7 @@
 #include "pserver/pserver.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -8,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/coordinator_epoch.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/ps_wire.h"
@@ -123,6 +126,22 @@ class PserverImpl final : public Pserver,
   ServerUnaryReactor* Checkpoint(CallbackServerContext* context,
                                  const ps::CheckpointRequest* req,
                                  ps::CheckpointResponse* resp) override {
+    // A coordinator that was replaced (stopped, then woken up) must not
+    // take snapshots (common/coordinator_epoch.h).
+    const uint64_t theirs = CoordinatorEpochIn(context->client_metadata());
+    uint64_t newest = coordinator_epoch_.load();
+    if (options_.newest_coordinator_epoch) {
+      newest = std::max(newest, options_.newest_coordinator_epoch());
+    }
+    if (theirs < newest) {
+      ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(Status(
+          StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("Checkpoint: from coordinator epoch ", theirs,
+                       ", which coordinator epoch ", newest, " replaced")));
+      return reactor;
+    }
+    RaiseEpoch(coordinator_epoch_, theirs);
     return OnPushPool(context, "Checkpoint",
                       [this, req, resp] { return DoCheckpoint(*req, resp); });
   }
@@ -436,6 +455,7 @@ class PserverImpl final : public Pserver,
   }
 
   const PserverOptions options_;
+  std::atomic<uint64_t> coordinator_epoch_{0};  // newest a Checkpoint carried
   // owned_[s]: whether options_.owned_shards lists shard s; fixed.
   const std::vector<bool> owned_;
   // Table i serves table_id i; fixed after construction.

@@ -80,6 +80,11 @@ struct PserverOptions {
   // not exist yet), derived from the server's own configuration; unset: the
   // RPC is refused (FAILED_PRECONDITION). The caller names only the epoch.
   std::function<std::string(uint64_t epoch)> checkpoint_dir;
+  // The newest coordinator epoch the pserver's coordinator client has seen
+  // (common/coordinator_epoch.h). A Checkpoint call carrying an older epoch
+  // than that or than an earlier Checkpoint call's comes from a coordinator
+  // that was replaced, and is refused (FAILED_PRECONDITION).
+  std::function<uint64_t()> newest_coordinator_epoch;
 };
 
 class Pserver {

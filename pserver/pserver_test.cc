@@ -9,6 +9,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/coordinator_epoch.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -385,6 +387,42 @@ TEST(CheckpointTest, RefusedWithoutItsOwnDirectory) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(s.error_message(),
             "Checkpoint: this pserver has no checkpoint directory");
+}
+
+// A coordinator that was replaced (common/coordinator_epoch.h) takes no
+// snapshot: a Checkpoint carrying an older epoch than one seen before, or
+// than the pserver's own coordinator client has seen, is refused.
+TEST(CheckpointTest, RefusedFromAReplacedCoordinator) {
+  const std::string root = FreshDir("fenced");
+  std::vector<std::unique_ptr<SparseTable>> tables;
+  tables.push_back(NewMemoryTable(Options("", 0)));
+  PserverOptions o;
+  o.num_shards = kShards;
+  o.checkpoint_dir = [root](uint64_t epoch) {
+    return absl::StrCat(root, "/ckpt-", epoch);
+  };
+  std::atomic<uint64_t> heard{0};  // what its coordinator client saw
+  o.newest_coordinator_epoch = [&heard] { return heard.load(); };
+  ServedPserver served(o, std::move(tables));
+  auto checkpoint = [&](uint64_t epoch, uint64_t coordinator_epoch) {
+    ps::CheckpointRequest req;
+    req.set_epoch(epoch);
+    ps::CheckpointResponse resp;
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(kCoordinatorEpochKey, absl::StrCat(coordinator_epoch));
+    return served.stub().Checkpoint(&ctx, req, &resp);
+  };
+  EXPECT_TRUE(checkpoint(1, 500).ok());
+  const grpc::Status older = checkpoint(2, 400);
+  EXPECT_EQ(older.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(older.error_message(),
+            "Checkpoint: from coordinator epoch 400, which coordinator "
+            "epoch 500 replaced");
+  EXPECT_FALSE(std::filesystem::exists(root + "/ckpt-2"));
+  heard = 600;  // a newer coordinator answered the pserver's heartbeat
+  EXPECT_EQ(checkpoint(3, 500).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(checkpoint(4, 600).ok());
 }
 
 // A memory table whose Shrink waits to be released while it holds a lock

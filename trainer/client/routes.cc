@@ -3,9 +3,9 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "trainer/client/client_metrics.h"
 
@@ -29,15 +29,8 @@ void Connect(const PsClientOptions& options, const std::string& address,
 }  // namespace
 
 uint64_t RefusedByMapVersion(const grpc::ClientContext& context) {
-  const auto& trailers = context.GetServerTrailingMetadata();
-  auto it = trailers.find(kShardMapVersionKey);
-  uint64_t version = 0;
-  if (it == trailers.end() ||
-      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()),
-                        &version)) {
-    return 0;
-  }
-  return version;
+  return Uint64InMetadata(context.GetServerTrailingMetadata(),
+                          kShardMapVersionKey);
 }
 
 Routes::Routes(const PsClientOptions& options) : options_(options) {
