@@ -83,6 +83,11 @@ JobMetrics::JobMetrics()
           GaugeFamily("sampan_job_shard_map_version",
                       "Version of the coordinator's shard map; it moves "
                       "when a pserver registers at another address.")
+              .Add({})),
+      coordinator_restarts_(
+          GaugeFamily("sampan_job_coordinator_restarts",
+                      "Coordinators of this launch started after the first "
+                      "(each resumed the job's state).")
               .Add({})) {}
 
 JobMetrics::Rank& JobMetrics::RankAt(int rank) {
@@ -130,6 +135,8 @@ void JobMetrics::Update(const coord::JobStatusResponse& status,
   finished_.Set(finished);
   elapsed_.Set(status.elapsed_seconds());
   shard_map_version_.Set(status.spec().shard_map().version());
+  coordinator_restarts_.Set(
+      std::max<int>(0, int(status.coordinator_incarnations()) - 1));
   if (status.trainers_size() > 0) {
     // Rank 0 decides the passes and publishes the versions.
     const coord::TrainerProgress& p = status.trainers(0);

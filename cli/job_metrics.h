@@ -13,6 +13,8 @@
 //   sampan_job_trainers_finished           ranks that reported completion
 //   sampan_job_members{role}, sampan_job_members_alive{role}
 //   sampan_job_elapsed_seconds             since the coordinator started
+//   sampan_job_coordinator_restarts        coordinators of this launch
+//                                          started after the first
 // Not thread-safe: one thread (the coordinator's tick) calls Update.
 #ifndef SAMPAN_CLI_JOB_METRICS_H_
 #define SAMPAN_CLI_JOB_METRICS_H_
@@ -70,6 +72,7 @@ class JobMetrics {
   prometheus::Gauge& version_;
   prometheus::Gauge& freshness_;
   prometheus::Gauge& shard_map_version_;
+  prometheus::Gauge& coordinator_restarts_;
   std::vector<Rank> ranks_;
   uint64_t last_total_ = 0;
   absl::Time last_time_ = absl::InfinitePast();

@@ -67,6 +67,12 @@ void PrintJobSummary(const JobConfig& config, const JobSummary& s,
   if (s.coordinator_restarts > 0) {
     out << s.coordinator_restarts << " coordinator restart(s) during the job\n";
   }
+  if (s.coordinator_outages > 0) {
+    out << absl::StrFormat(
+        "the coordinator did not answer %d time(s), %.1f s in all (training "
+        "went on meanwhile)\n",
+        s.coordinator_outages, absl::ToDoubleSeconds(s.coordinator_waited));
+  }
   if (s.serve_restarts > 0) {
     out << s.serve_restarts << " serving restart(s) during the job\n";
   }

@@ -7,6 +7,7 @@
 
 #include <ostream>
 
+#include "absl/time/time.h"
 #include "proto/job.pb.h"
 
 namespace sampan {
@@ -21,6 +22,10 @@ struct JobSummary {
   int serve_restarts = 0;
   int coordinator_restarts = 0;
   int trainer_restarts = 0;
+  // Times the coordinator did not answer the launcher (dead or stopped),
+  // and how long that lasted in all.
+  int coordinator_outages = 0;
+  absl::Duration coordinator_waited;
 };
 
 // Prints the summary of the job `config` (as the launcher resolved it) to

@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cli/coordinator_outages.h"
 #include "cli/job_summary.h"
 #include "cli/progress.h"
 #include "cli/resume.h"
@@ -332,6 +333,7 @@ class Launcher {
                         "log, and its clients find it through the shard "
                         "map\n");
     Launch(c, O_APPEND);
+    if (c.name == "coordinator") outages_.Died(absl::Now());
     ++(c.name == "serve"         ? serve_restarts_
        : c.name == "coordinator" ? coordinator_restarts_
                                  : restarts_);
@@ -487,21 +489,41 @@ class Launcher {
     const absl::Duration interval =
         absl::Seconds(config_.progress_interval_seconds());
     absl::Time next_print = absl::Now() + interval;
+    absl::Time next_probe = absl::InfinitePast();
+    auto job_status = [&] {
+      const absl::Time asked = absl::Now();
+      auto status = coordinator.JobStatus();
+      // An outage starts when a call was made that got no answer, not
+      // when its deadline ran out.
+      const absl::Duration out =
+          outages_.Called(status.ok(), status.ok() ? absl::Now() : asked);
+      if (out > absl::ZeroDuration()) {
+        std::cerr << "\ncoordinator answering again after "
+                  << absl::FormatDuration(
+                         absl::Trunc(out, absl::Milliseconds(10)))
+                  << "\n";
+      }
+      return status;
+    };
     while (!g_interrupted) {
       if (Reap()) return ReportFailure();
       AnnounceServing();
       if (AllTrainersDone()) {
         // Their last heartbeats hold the final counts: the last line shows
         // them, not those of up to an interval before the end.
-        auto status = coordinator.JobStatus();
+        auto status = job_status();
         if (status.ok()) progress.Update(*status);
         progress.Finish();
         return 0;
       }
       if (absl::Now() >= next_print) {
-        auto status = coordinator.JobStatus();
+        auto status = job_status();
         if (status.ok()) progress.Update(*status);
         next_print += interval;
+      } else if (outages_.out() && absl::Now() >= next_probe) {
+        // How long the job waits for its coordinator, to 0.2 s.
+        job_status();
+        next_probe = absl::Now() + absl::Milliseconds(200);
       }
       absl::SleepFor(absl::Milliseconds(50));
     }
@@ -559,6 +581,8 @@ class Launcher {
     summary.pserver_restarts = restarts_;
     summary.serve_restarts = serve_restarts_;
     summary.coordinator_restarts = coordinator_restarts_;
+    summary.coordinator_outages = outages_.count();
+    summary.coordinator_waited = outages_.total();
     summary.trainer_restarts = trainer_restarts_;
     PrintJobSummary(config_, summary, std::cout);
   }
@@ -585,6 +609,7 @@ class Launcher {
   bool serving_announced_ = false;
   int serve_restarts_ = 0;
   int coordinator_restarts_ = 0;
+  CoordinatorOutages outages_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "cli/progress.h"
 
 #include "absl/time/clock.h"
+#include "cli/coordinator_outages.h"
 #include "gtest/gtest.h"
 
 namespace sampan {
@@ -46,6 +47,25 @@ TEST(ProgressTest, NoNewExamplesKeepsTheLastLossAndAFinishedJobItsAverage) {
   EXPECT_NE(line.find("100.0% |      400 examples/s | loss 0.5000"),
             std::string::npos)
       << line;
+}
+
+// The launcher's account of coordinator outages (cli/coordinator_outages.h).
+TEST(CoordinatorOutagesTest, FromDeathOrFirstUnansweredCallToNextAnswer) {
+  CoordinatorOutages outages;
+  const absl::Time t = absl::FromUnixSeconds(100);
+  EXPECT_EQ(outages.Called(true, t), absl::ZeroDuration());
+  EXPECT_FALSE(outages.out());
+  outages.Died(t);  // the launcher restarts it
+  EXPECT_TRUE(outages.out());
+  EXPECT_EQ(outages.Called(false, t + absl::Seconds(1)), absl::ZeroDuration());
+  EXPECT_EQ(outages.Called(true, t + absl::Seconds(3)), absl::Seconds(3));
+  EXPECT_FALSE(outages.out());
+  // A stopped coordinator: from the first call it did not answer.
+  EXPECT_EQ(outages.Called(false, t + absl::Seconds(10)), absl::ZeroDuration());
+  EXPECT_EQ(outages.Called(true, t + absl::Seconds(10.5)),
+            absl::Milliseconds(500));
+  EXPECT_EQ(outages.count(), 2);
+  EXPECT_EQ(outages.total(), absl::Milliseconds(3500));
 }
 
 }  // namespace

@@ -90,6 +90,13 @@ std::string FormatJobStatus(const std::string& job_name,
       spec.num_trainers(), t.finished, 100 * t.fraction, t.examples, rate,
       t.examples ? t.loss_sum / t.examples : 0,
       t.examples ? t.auc_weighted / t.examples : 0.5);
+  if (now.coordinator_incarnations() > 1) {
+    absl::StrAppend(
+        &out, absl::StrFormat("coordinator: restarted %d time(s); this one "
+                              "(epoch %d) up %.0f s\n",
+                              now.coordinator_incarnations() - 1,
+                              now.coordinator_epoch(), now.elapsed_seconds()));
+  }
   absl::StrAppend(&out, absl::StrFormat("%-5s %12s %7s %8s %7s %9s %s\n",
                                         "rank", "examples", "done", "auc",
                                         "loss", "bad_rows", "state"));

@@ -54,6 +54,20 @@ TEST(StatusTest, AllRanksFinishedIsFinished) {
   EXPECT_NE(out.find("FINISHED"), std::string::npos) << out;
 }
 
+TEST(StatusTest, SaysWhenTheCoordinatorRestarted) {
+  coord::JobStatusResponse now = Snapshot(5, 5, false);
+  now.set_coordinator_incarnations(1);
+  const std::string once = FormatJobStatus("x", now, now, absl::Seconds(1));
+  EXPECT_EQ(once.find("coordinator:"), std::string::npos) << once;
+  now.set_coordinator_incarnations(3);
+  now.set_coordinator_epoch(77);
+  const std::string out = FormatJobStatus("x", now, now, absl::Seconds(1));
+  EXPECT_NE(out.find("coordinator: restarted 2 time(s); this one (epoch 77) "
+                     "up 12 s"),
+            std::string::npos)
+      << out;
+}
+
 // The value of `name` with label rank=`rank` (or no labels) in the registry.
 double MetricValue(const std::string& name, const std::string& rank = "") {
   for (const prometheus::MetricFamily& f : MetricsRegistry().Collect()) {
@@ -83,6 +97,17 @@ TEST(JobMetricsTest, CountersFollowHeartbeatsAcrossATrainerRestart) {
   metrics.Update(Snapshot(50, 40, false), t0 + absl::Seconds(3));
   EXPECT_EQ(MetricValue("sampan_job_examples_total", "0"), 350);
   EXPECT_EQ(MetricValue("sampan_job_examples_total", "1"), 40);
+}
+
+TEST(JobMetricsTest, CoordinatorRestartsFromItsIncarnations) {
+  JobMetrics metrics;
+  coord::JobStatusResponse s = Snapshot(1, 1, false);
+  s.set_coordinator_incarnations(1);
+  metrics.Update(s, absl::FromUnixSeconds(1000));
+  EXPECT_EQ(MetricValue("sampan_job_coordinator_restarts"), 0);
+  s.set_coordinator_incarnations(4);
+  metrics.Update(s, absl::FromUnixSeconds(1001));
+  EXPECT_EQ(MetricValue("sampan_job_coordinator_restarts"), 3);
 }
 
 }  // namespace

@@ -73,6 +73,12 @@ std::shared_ptr<grpc::Channel> NewChannel(
     const std::string& tls_name) {
   grpc::ChannelArguments args;
   if (!tls_name.empty()) args.SetSslTargetNameOverride(tls_name);
+  // A coordinator that died is back on its port within a fraction of a
+  // second (`sampan run` restarts it at once): reconnect within one, not
+  // after gRPC's default backoff, which reaches tens of seconds.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(
       address, credentials ? credentials : grpc::InsecureChannelCredentials(),
       args);

@@ -136,6 +136,9 @@ class Trainer : public StepObserver {
     }
     Fail(status);
     if (status.ok()) {
+      SAMPAN_LOG(INFO) << "trainer " << rank_
+                       << ": trained; waiting for every trainer (barrier "
+                          "'trained')";
       status = coordinator_.Barrier("trained", config_.cluster().num_trainers(),
                                     rank_);
     }

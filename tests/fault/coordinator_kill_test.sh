@@ -18,26 +18,11 @@ start_time=$(date +%s)
 start_job "$job" || finish
 start_counter "$job"
 kills=0
-address=$(coordinator_address "$job")
 # Kills follow each other quickly: a coordinator restart costs the trainers
 # little, and on an idle machine the job trains for only ~3 s.
 for _ in $(seq 1 "${FAULT_COORD_KILLS:-3}"); do
   sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.2 + 0.4 * r / 32768 }')"
-  victim=$(pgrep -f -- "coordinator --config=$job/job.pbtxt" | head -1)
-  [ -n "$victim" ] || continue
-  kill -9 "$victim" && kills=$((kills + 1))
-  log "SIGKILL coordinator (pid $victim), kill $kills"
-  # Back and answering on its port before the next kill (a kill of a
-  # coordinator still starting is a case of its own).
-  for _ in $(seq 1 200); do
-    next=$(pgrep -f -- "coordinator --config=$job/job.pbtxt" | head -1)
-    if [ -n "$next" ] && [ "$next" != "$victim" ] &&
-       (exec 3<> "/dev/tcp/${address%:*}/${address##*:}") 2> /dev/null; then
-      break
-    fi
-    kill -0 $launcher 2> /dev/null || break
-    sleep 0.025
-  done
+  kill_coordinator "$job"
 done
 wait $launcher; rc=$?
 tail -4 "$job.out"
@@ -56,6 +41,8 @@ launches=$(grep -o "launch [0-9-]*:" "$job"/logs/coordinator.log | sort | uniq -
 [ "$(wc -l <<< "$launches")" -eq 1 ] && [ "$(awk '{print $1}' <<< "$launches")" -ge $((restarts + 1)) ] \
   && pass "$((restarts + 1)) coordinator incarnations of one launch" \
   || fail "coordinator incarnations by launch: $launches"
+outage=$(grep -o "the coordinator did not answer.*in all" "$job.out")
+[ -n "$outage" ] && pass "summary: $outage" || fail "the summary does not mention the outages"
 grep -q "registering again" "$job"/logs/trainer-*.log \
   && pass "trainers registered again with the new coordinator" \
   || fail "no trainer registered again"

@@ -232,6 +232,49 @@ kill_trainer_after_checkpoint() {  # job dir
   tail -4 "$1.out"
 }
 
+# SIGKILLs the job's coordinator (counted in $kills) and waits until the
+# launcher's replacement answers on its port (a kill of a coordinator still
+# starting is a case of its own).
+kill_coordinator() {  # job dir
+  local victim next address
+  address=$(coordinator_address "$1")
+  victim=$(pgrep -f -- "coordinator --config=$1/job.pbtxt" | head -1)
+  [ -n "$victim" ] || return 1
+  kill -9 "$victim" && kills=$((${kills:-0} + 1))
+  log "SIGKILL coordinator (pid $victim), kill $kills"
+  for _ in $(seq 1 200); do
+    next=$(pgrep -f -- "coordinator --config=$1/job.pbtxt" | head -1)
+    if [ -n "$next" ] && [ "$next" != "$victim" ] &&
+       (exec 3<> "/dev/tcp/${address%:*}/${address##*:}") 2> /dev/null; then
+      return 0
+    fi
+    kill -0 $launcher 2> /dev/null || return 0
+    sleep 0.025
+  done
+}
+
+# Waits up to 60 s for `pattern` in the files `glob` names; fails if absent.
+wait_for_line() {  # pattern glob...
+  local pattern=$1; shift
+  for _ in $(seq 1 600); do
+    grep -qE -- "$pattern" "$@" 2> /dev/null && return 0
+    sleep 0.1
+  done
+  fail "no line '$pattern' in $* within 60 s"
+  return 1
+}
+
+# SIGSTOPs the process `pattern` matches (pid in $victim) for `seconds`,
+# then SIGCONTs it; $running says whether the job was still running then.
+stop_for() {  # pattern name seconds
+  victim=$(pgrep -f -- "$1" | head -1)
+  [ -n "$victim" ] || { fail "$2 not found"; finish; }
+  kill -STOP "$victim"; log "SIGSTOP $2 (pid $victim) for ${3}s"
+  sleep "$3"
+  kill -0 $launcher 2> /dev/null && running=1 || running=0
+  kill -CONT "$victim"; log "SIGCONT $2 (pid $victim)"
+}
+
 checkpoints_of() { ls -d "$1"/checkpoints/ckpt-*/MANIFEST 2>/dev/null | wc -l; }
 
 check_leftover() {

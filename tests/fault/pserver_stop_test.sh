@@ -15,11 +15,7 @@ start_time=$(date +%s)
 start_job "$job" || finish
 start_counter "$job"
 sleep 1
-victim=$(pgrep -f -- "--config=$job/job.pbtxt --index=1 " | head -1)
-[ -n "$victim" ] || { fail "pserver-1 not found"; finish; }
-kill -STOP "$victim"; log "SIGSTOP pserver-1 (pid $victim) for ${stop_seconds}s"
-sleep "$stop_seconds"
-kill -CONT "$victim"; log "SIGCONT pserver-1"
+stop_for "--config=$job/job.pbtxt --index=1 " pserver-1 "$stop_seconds"
 wait $launcher; rc=$?
 elapsed=$(( $(date +%s) - start_time ))
 tail -4 "$job.out"
