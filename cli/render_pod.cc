@@ -129,6 +129,13 @@ Yaml Args(const Ctx& c, const std::string& component) {
   if (component == "coordinator") {
     a.Add(absl::StrCat("--advertise=", c.name, "-coordinator"));
   }
+  // On Kubernetes the launch is the job on its checkpoint claim: a
+  // replacement coordinator pod resumes the rendezvous state kept there
+  // (coordinator/coordinator.h), as replacement trainers resume from the
+  // newest checkpoint on it. A job renamed, or a claim emptied, starts clean.
+  if (component == "coordinator" && c.checkpoints.shared) {
+    a.Add(absl::StrCat("--launch_id=", c.name));
+  }
   if (component == "pserver") {
     a.Add(absl::StrCat("--advertise=$(POD_NAME).", c.name, "-pserver"));
   }

@@ -313,6 +313,14 @@ TEST(RenderTest, CheckpointingJobSharesOneReadWriteManyClaim) {
   }
   YAML::Node args = PodSpecs(files)["trainer.yaml"]["containers"][0]["args"];
   EXPECT_EQ(args[3].as<std::string>(), "--checkpoint=latest");
+  // A replacement coordinator pod resumes the job's rendezvous state from
+  // the claim: one launch id for the job.
+  bool launch_id = false;
+  for (const YAML::Node& arg :
+       PodSpecs(files)["coordinator.yaml"]["containers"][0]["args"]) {
+    launch_id = launch_id || arg.as<std::string>() == "--launch_id=ck";
+  }
+  EXPECT_TRUE(launch_id);
   // The pods read checkpoint.dir from the ConfigMap: the mount.
   absl::StatusOr<JobConfig> rendered = ParseJobConfig(files["job.yaml"], "j");
   ASSERT_TRUE(rendered.ok()) << rendered.status();

@@ -515,8 +515,11 @@ class Trainer : public StepObserver {
   void HeartbeatLoop() {
     const absl::Duration interval =
         Seconds(std::min(1.0, config_.progress_interval_seconds()));
+    // Training needs no coordinator: ride out one that is restarting or
+    // stopped for as long as barriers and key-value calls would wait.
     const absl::Duration timeout =
-        Seconds(config_.cluster().heartbeat_timeout_seconds());
+        Seconds(std::max(config_.cluster().heartbeat_timeout_seconds(),
+                         config_.cluster().wait_timeout_seconds()));
     absl::Time last_ok = absl::Now();
     while (!stop_.WaitForNotificationWithTimeout(interval)) {
       if (SendHeartbeat().ok()) {
