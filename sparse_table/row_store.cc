@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_digest.h"
+#include "common/hash.h"
 #include "common/thread_priority.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/env.h"
@@ -402,9 +403,7 @@ absl::Status RowStore::ForEachShardLsn(
 }
 
 absl::Status RowStore::Write(rocksdb::WriteBatch* batch) {
-  rocksdb::WriteOptions wo;
-  wo.sync = sync_;
-  return FromRocks(db()->Write(wo, batch), "Write");
+  return Write(batch, sync_);
 }
 
 absl::Status RowStore::ForEachSequence(
@@ -451,6 +450,67 @@ absl::Status RowStore::RewriteRows(
 }
 
 absl::Status RowStore::SyncWal() { return FromRocks(db()->SyncWAL(), "sync"); }
+
+absl::Status RowStore::Write(rocksdb::WriteBatch* batch, bool sync) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  return FromRocks(db()->Write(wo, batch), "Write");
+}
+
+absl::Status RowStore::ForEachRowOfShard(
+    uint32_t shard, uint32_t num_shards,
+    const std::function<absl::Status(uint64_t, const float*, uint32_t)>& fn) {
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;  // one pass over every row: keep the cache's rows
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
+  std::vector<float> row;
+  for (it->Seek("r"); it->Valid() && it->key().starts_with("r"); it->Next()) {
+    const uint64_t key = GetBe(it->key().data() + 1, 8);
+    if (ShardOf(key, num_shards) != shard) continue;
+    if (it->key().size() != 9 || it->value().size() < 4 ||
+        (it->value().size() - 4) % sizeof(float) != 0) {
+      return absl::DataLossError(absl::StrCat("malformed row record of key ",
+                                              key, " (value ",
+                                              it->value().size(), " bytes)"));
+    }
+    row.resize((it->value().size() - 4) / sizeof(float));
+    std::memcpy(row.data(), it->value().data(), row.size() * sizeof(float));
+    if (absl::Status st = fn(key, row.data(), row.size()); !st.ok()) return st;
+  }
+  return FromRocks(it->status(), "scan rows");
+}
+
+absl::StatusOr<uint64_t> RowStore::DeleteShard(uint32_t shard,
+                                               uint32_t num_shards) {
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
+  rocksdb::WriteBatch batch;
+  uint64_t deleted = 0;
+  // The shard's sequences: 'q' + BE32 shard + writer.
+  std::string prefix(1, 'q');
+  PutBe(&prefix, shard, 4);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    batch.Delete(cf_, it->key());
+  }
+  for (it->Seek("r"); it->Valid() && it->key().starts_with("r"); it->Next()) {
+    if (ShardOf(GetBe(it->key().data() + 1, 8), num_shards) != shard) continue;
+    batch.Delete(cf_, it->key());
+    ++deleted;
+    if (batch.Count() >= 4096) {
+      if (absl::Status st = Write(&batch, false); !st.ok()) return st;
+      batch.Clear();
+    }
+  }
+  if (absl::Status st = FromRocks(it->status(), "scan rows"); !st.ok()) {
+    return st;
+  }
+  if (batch.Count() > 0) {
+    if (absl::Status st = Write(&batch, false); !st.ok()) return st;
+  }
+  return deleted;
+}
 
 absl::Status RowStore::PutEpoch(uint32_t epoch) {
   rocksdb::WriteBatch batch;

@@ -145,6 +145,22 @@ class RowStore {
 
   absl::Status SyncWal();
 
+  // Shard moves (sparse_table.h ExportShard). Rows are keyed by key, not by
+  // shard, so both scan every row of the table once.
+  //
+  // Calls fn(key, stored floats, n) for every row of `shard` (ShardOf(key,
+  // num_shards)), in key order, from one consistent view; stops at fn's
+  // first error and returns it.
+  absl::Status ForEachRowOfShard(
+      uint32_t shard, uint32_t num_shards,
+      const std::function<absl::Status(uint64_t, const float*, uint32_t)>& fn);
+  // Deletes every row and writer sequence of `shard` in WriteBatches through
+  // the WAL, not synced (a later synced write syncs them). No deletion
+  // marker: the rows move, they are not shrunk. Returns the rows deleted.
+  absl::StatusOr<uint64_t> DeleteShard(uint32_t shard, uint32_t num_shards);
+  // Write with the WAL, synced or not whatever the table's durability.
+  absl::Status Write(rocksdb::WriteBatch* batch, bool sync);
+
   // Snapshots. The caller keeps every write out while these run (the table
   // holds all its shard locks), except WriteDelta, which reads a RocksDB
   // snapshot BeginDelta took.

@@ -163,6 +163,12 @@ class ShardedTable final : public SparseTable {
   absl::Status BulkLoad(absl::Span<const uint64_t> keys,
                         const float* values) override;
   TableStats Stats() const override;
+  absl::Status ExportShard(
+      uint32_t shard, size_t max_rows,
+      const std::function<absl::Status(const ShardChunk&)>& sink) override;
+  absl::StatusOr<std::unique_ptr<ShardImport>> ImportShard(
+      uint32_t shard) override;
+  absl::StatusOr<uint64_t> DropShard(uint32_t shard) override;
 
   // Memory backend: loads the full snapshot file (MemorySnapshotFile) into
   // this empty table.
@@ -193,6 +199,29 @@ class ShardedTable final : public SparseTable {
   void UnlockAll();
   // Drops every cached row (RocksDB has them all). All locks held.
   void ClearHot();
+  // Empties the shard's index and rows (the memory backend's rows, the
+  // RocksDB backend's hot tier, dirty rows included), freeing their memory.
+  static void DropShardRows(Shard& sh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sh.mu);
+
+  // Shard moves (shard_move.cc).
+  class Import;
+  absl::Status CheckShard(const char* op, uint32_t shard) const;
+  absl::Status ExportFromStore(
+      uint32_t s, size_t max_rows,
+      const std::function<absl::Status(const ShardChunk&)>& sink);
+  // Deletes shard s's rows and sequences, in memory and stored (durably
+  // when `sync`); returns the rows deleted.
+  absl::StatusOr<uint64_t> EmptyShard(uint32_t s, bool sync);
+  absl::Status AddImported(uint32_t s, const ShardChunk& chunk);
+  absl::Status CommitImport(
+      uint32_t s, const absl::flat_hash_map<uint64_t, uint64_t>& sequences);
+  // Redo log: a cut of shard s past every record logged so far (with the log
+  // durable through it) into wb, so that recovery replays none of them onto
+  // the shard's new rows; 0 without a redo log.
+  absl::StatusOr<uint64_t> CutPastLog(uint32_t s, rocksdb::WriteBatch* wb);
+  // Writes wb through the WAL; `sync`: and syncs the WAL (also when wb is
+  // empty).
+  absl::Status WriteDurably(rocksdb::WriteBatch* wb, bool sync);
   bool Finite(const PushBatch& b, size_t i) const;
   absl::Status MissesFromStore(std::vector<Group>& groups,
                                absl::Span<const uint64_t> keys,

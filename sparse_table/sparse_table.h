@@ -23,6 +23,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -224,6 +225,49 @@ struct TableStats {
   uint64_t redo_log_bytes = 0;
 };
 
+// A piece of one shard in transit between tables (ExportShard, ShardImport):
+// rows with their complete stored state (the accessor's stored floats: w, v,
+// optimizer state, show, click, unseen age) and the shard's exactly-once
+// state. Row i is keys[i] with widths[i] floats taken in order from
+// `floats` (a row without its embedding yet is stored shorter, accessor.h).
+struct ShardChunk {
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> widths;
+  std::vector<float> floats;
+  // (writer id, last sequence the shard applied for it). ExportShard puts
+  // every writer of the shard in its last chunk; an import takes them from
+  // any chunk.
+  std::vector<std::pair<uint64_t, uint64_t>> sequences;
+
+  size_t rows() const { return keys.size(); }
+  void Clear() {
+    keys.clear();
+    widths.clear();
+    floats.clear();
+    sequences.clear();
+  }
+};
+
+// An import of one shard in progress (SparseTable::ImportShard). Not
+// thread-safe; must not outlive its table.
+class ShardImport {
+ public:
+  // Abandoned without a successful Commit: the shard is left empty (its rows
+  // and sequences deleted, as DropShard does), best effort.
+  virtual ~ShardImport() = default;
+  // Adds the chunk's rows and sequences. InvalidArgument, naming the row, for
+  // a malformed chunk (widths and floats disagree), a row width that is not
+  // one of this table's layouts, or a key of another shard; nothing of that
+  // chunk is added and the import can only be abandoned.
+  virtual absl::Status Add(const ShardChunk& chunk) = 0;
+  // Makes the shard exactly what was added: durable as a push is (the
+  // table's Durability) when it returns OK. FailedPrecondition after a failed
+  // Add or a second Commit.
+  virtual absl::Status Commit() = 0;
+  // Rows added so far.
+  virtual uint64_t rows() const = 0;
+};
+
 class SparseTable {
  public:
   virtual ~SparseTable() = default;
@@ -304,6 +348,42 @@ class SparseTable {
                                 const float* values) = 0;
 
   virtual TableStats Stats() const = 0;
+
+  // Moving a shard between tables (pserver/pserver.h; docs/architecture.md
+  // "Moving a shard"). The caller runs at most one of these per shard at a
+  // time, pushes nothing to the shard meanwhile (a pull may run), and runs no
+  // Shrink, snapshot or delta concurrently with them. Keys are stored by key,
+  // not by shard, so on RocksDB each scans the whole table's rows (one
+  // sequential pass) to find the shard's. InvalidArgument for a shard out of
+  // range. The memory backend moves rows exactly as the RocksDB ones do.
+  //
+  // Export: calls sink with chunks of at most max_rows rows (>= 1) holding
+  // every row of the shard with its stored state (rows changed only in the
+  // redo log's hot tier included: they are written back first), then the
+  // shard's writer sequences in the last chunk (which may hold no row). The
+  // chunks are a consistent cut as long as no push reaches the shard. A
+  // sink error stops the export and is returned.
+  virtual absl::Status ExportShard(
+      uint32_t shard, size_t max_rows,
+      const std::function<absl::Status(const ShardChunk&)>& sink) {
+    return absl::UnimplementedError("ExportShard");
+  }
+  // Import: empties the shard (rows, sequences, hot-tier rows) and returns
+  // the import that fills it (ShardImport); on RocksDB rows go in through
+  // WriteBatches (WAL on, so a crash after Commit keeps them). After Commit a
+  // push replayed with a sequence the exporting table had applied for the
+  // shard is a duplicate.
+  virtual absl::StatusOr<std::unique_ptr<ShardImport>> ImportShard(
+      uint32_t shard) {
+    return absl::UnimplementedError("ImportShard");
+  }
+  // Deletes the shard's rows, sequences and hot-tier rows, durably as a push
+  // is; returns the rows deleted. Not a shrink: no deletion marker is
+  // written, so deltas taken later do not carry the keys as deleted (they
+  // live on in the table the shard moved to).
+  virtual absl::StatusOr<uint64_t> DropShard(uint32_t shard) {
+    return absl::UnimplementedError("DropShard");
+  }
 };
 
 // An in-memory table.

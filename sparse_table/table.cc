@@ -163,19 +163,23 @@ void ShardedTable::UnlockAll() {
 }
 
 void ShardedTable::ClearHot() {
-  for (Shard& sh : shards_) {
-    sh.index.Clear();
-    sh.free_slots.clear();
-    for (uint32_t s = 0; s < sh.slot_key.size(); ++s) {
-      sh.free_slots.push_back(s);
-      sh.referenced[s] = 0;
-      sh.state[s] = kClean;
-    }
-    sh.dirty_slots.clear();
-    sh.unclean = 0;
-    ++sh.version;
-    ++sh.evict_epoch;
-  }
+  for (Shard& sh : shards_) DropShardRows(sh);
+}
+
+void ShardedTable::DropShardRows(Shard& sh) {
+  sh.index.Clear();
+  sh.slot_key.Truncate(0);
+  sh.rows.Truncate(0);
+  sh.referenced.clear();
+  sh.state.clear();
+  sh.free_slots.clear();
+  sh.hand = 0;
+  sh.changed.clear();
+  sh.dirty_slots.clear();
+  sh.unclean = 0;
+  sh.first_dirty_lsn = 0;
+  ++sh.version;
+  ++sh.evict_epoch;
 }
 
 bool ShardedTable::Finite(const PushBatch& b, size_t i) const {
