@@ -89,6 +89,36 @@ PserverMetrics* Build() {
                                    "delete_threshold or unseen too long).")
                                .Register(r)
                                .Add({});
+  auto& move_rows = prometheus::BuildCounter()
+                        .Name("sampan_pserver_shard_move_rows_total")
+                        .Help(
+                            "Rows of shards moved, by direction (export: "
+                            "sent from here; import: received).")
+                        .Register(r);
+  auto& move_duration =
+      prometheus::BuildHistogram()
+          .Name("sampan_pserver_shard_move_duration_seconds")
+          .Help("Time of a completed shard export or import, by direction.")
+          .Register(r);
+  const char* directions[2] = {"export", "import"};
+  for (int i = 0; i < 2; ++i) {
+    m->shard_move_rows[i] = &move_rows.Add({{"direction", directions[i]}});
+    m->shard_move_duration[i] = &move_duration.Add(
+        {{"direction", directions[i]}},
+        prometheus::Histogram::BucketBoundaries{0.01, 0.1, 0.5, 1, 2, 5, 10, 30,
+                                                60, 120, 300, 600});
+  }
+  m->shards_moving = &prometheus::BuildGauge()
+                          .Name("sampan_pserver_shards_moving")
+                          .Help("Shard exports and imports in progress.")
+                          .Register(r)
+                          .Add({});
+  m->shard_map_version =
+      &prometheus::BuildGauge()
+           .Name("sampan_pserver_shard_map_version")
+           .Help("Version of the shard map this pserver serves by.")
+           .Register(r)
+           .Add({});
   m->duplicate_keys =
       &prometheus::BuildCounter()
            .Name("sampan_pserver_duplicate_push_keys_total")

@@ -37,6 +37,12 @@ struct PserverMetrics {
   // Shrink RPCs completed, and the rows they deleted.
   prometheus::Counter* table_shrinks;
   prometheus::Counter* table_rows_evicted;
+  // Shard moves ([0] export, [1] import): rows moved and time per move;
+  // exports and imports in progress; the shard map version in force.
+  prometheus::Counter* shard_move_rows[2];
+  prometheus::Histogram* shard_move_duration[2];
+  prometheus::Gauge* shards_moving;
+  prometheus::Gauge* shard_map_version;
   prometheus::Counter* duplicate_keys;
   prometheus::Counter* rejected_gradients;
 };

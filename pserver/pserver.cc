@@ -17,6 +17,8 @@
 #include "common/shard_map.h"
 #include "pserver/disk_guard.h"
 #include "pserver/metrics.h"
+#include "pserver/shard_mover.h"
+#include "pserver/shard_ownership.h"
 #include "pserver/worker_pool.h"
 
 namespace sampan {
@@ -31,28 +33,30 @@ Status Invalid(const std::string& message) {
   return Status(StatusCode::INVALID_ARGUMENT, message);
 }
 
-std::vector<bool> Owned(const PserverOptions& options) {
-  std::vector<bool> owned(options.num_shards, options.owned_shards.empty());
-  for (uint32_t s : options.owned_shards) {
-    if (s < owned.size()) owned[s] = true;
-  }
-  return owned;
-}
-
 // Pull is a raw method: its response is built in place (common/ps_wire.h).
-class PserverImpl final : public Pserver,
-                          public ps::SparseTable::WithRawCallbackMethod_Pull<
-                              ps::SparseTable::CallbackService> {
+// The shard move methods stay synchronous (ShardMover: they block for the
+// length of a shard, on gRPC's synchronous threads).
+using Ps = ps::SparseTable;
+using CallbackMethods =
+    Ps::WithRawCallbackMethod_Pull<Ps::WithCallbackMethod_Push<
+        Ps::WithCallbackMethod_Stats<Ps::WithCallbackMethod_Checkpoint<
+            Ps::WithCallbackMethod_Shrink<Ps::Service>>>>>;
+
+class PserverImpl final : public Pserver, public CallbackMethods {
  public:
   PserverImpl(const PserverOptions& options,
               std::vector<std::unique_ptr<SparseTable>> tables)
       : options_(options),
-        owned_(Owned(options)),
+        ownership_(options.index, options.num_shards, options.owned_shards,
+                   options.shard_map_version),
         tables_(std::move(tables)),
         pull_pool_(options.num_workers, options.max_queued_requests, "ps-pull"),
         push_pool_(options.num_workers, options.max_queued_requests, "ps-push"),
         disk_(options.data_dir, options.min_free_disk_bytes),
-        metrics_(PserverMetrics::Get()) {}
+        metrics_(PserverMetrics::Get()),
+        mover_(&ownership_, &tables_, metrics_) {
+    metrics_->shard_map_version->Set(ownership_.version());
+  }
 
   grpc::Service* service() override { return this; }
 
@@ -170,6 +174,27 @@ class PserverImpl final : public Pserver,
     return reactor;
   }
 
+  Status SetShards(grpc::ServerContext* context,
+                   const ps::SetShardsRequest* req,
+                   ps::SetShardsResponse* resp) override {
+    return mover_.SetShards(*context, *req, resp);
+  }
+  Status ExportShard(grpc::ServerContext* context,
+                     const ps::ExportShardRequest* req,
+                     grpc::ServerWriter<ps::ShardChunk>* writer) override {
+    return mover_.Export(*context, *req, writer);
+  }
+  Status ImportShard(grpc::ServerContext* context,
+                     grpc::ServerReader<ps::ImportShardRequest>* reader,
+                     ps::ImportShardResponse* resp) override {
+    return mover_.Import(*context, reader, resp);
+  }
+  Status DropShard(grpc::ServerContext* context,
+                   const ps::DropShardRequest* req,
+                   ps::DropShardResponse* resp) override {
+    return mover_.Drop(*context, *req, resp);
+  }
+
  private:
   // Runs `work` on the pool (or inline) and finishes the call with its
   // status; refuses with RESOURCE_EXHAUSTED when the pool's queue is full.
@@ -183,7 +208,7 @@ class PserverImpl final : public Pserver,
       const Status status = work();
       if (status.error_code() == StatusCode::ABORTED) {  // not our shard
         context->AddTrailingMetadata(kShardMapVersionKey,
-                                     absl::StrCat(options_.shard_map_version));
+                                     absl::StrCat(ownership_.version()));
       }
       metrics_->Record(method, status, absl::Now() - start);
       reactor->Finish(status);
@@ -242,6 +267,9 @@ class PserverImpl final : public Pserver,
         !s.ok()) {
       return s;
     }
+    if (Status s = ownership_.CheckRead("Pull", pull->req.keys()); !s.ok()) {
+      return s;
+    }
     const uint32_t dim = Table(pull->req.table_id()).pull_dim();
     pull->values.emplace(
         size_t{static_cast<size_t>(pull->req.keys_size())} * dim, dim);
@@ -277,6 +305,13 @@ class PserverImpl final : public Pserver,
     }
     if (Status s = CheckPushShapes(req); !s.ok()) return s;
     if (Status s = CheckDisk("Push"); !s.ok()) return s;
+    // Counted as applying on its shards until answered, so that a freeze
+    // (SetShards) can wait for it.
+    ShardOwnership::PushGuard applying;
+    if (Status s = ownership_.BeginPush("Push", req.keys(), &applying);
+        !s.ok()) {
+      return s;
+    }
     // Bytes fields carry no alignment guarantee, though the heap buffer
     // behind one nearly always is aligned: copy only when it is not.
     const float* grads = reinterpret_cast<const float*>(req.grads().data());
@@ -384,9 +419,7 @@ class PserverImpl final : public Pserver,
     resp->set_rows(stats.rows);
     resp->set_memory_bytes(stats.memory_bytes);
     resp->set_num_shards(options_.num_shards);
-    for (uint32_t s = 0; s < options_.num_shards; ++s) {
-      if (owned_[s]) resp->add_owned_shards(s);
-    }
+    for (uint32_t s : ownership_.Owned()) resp->add_owned_shards(s);
     return Status::OK;
   }
 
@@ -394,14 +427,7 @@ class PserverImpl final : public Pserver,
   SparseTable& Table(uint32_t table_id) const { return *tables_[table_id]; }
 
   Status CheckTableId(const char* rpc, uint32_t table_id) const {
-    if (table_id >= tables_.size()) {
-      return Invalid(absl::StrCat(
-          rpc, ": unknown table_id ", table_id, " (this job has ",
-          tables_.size() == 1 ? "table 0 only"
-                              : absl::StrCat("tables 0-", tables_.size() - 1),
-          ")"));
-    }
-    return Status::OK;
+    return sampan::CheckTableId(rpc, table_id, tables_.size());
   }
 
   // FAILED_PRECONDITION naming `rpc` while the disk guard refuses writes.
@@ -421,17 +447,6 @@ class PserverImpl final : public Pserver,
       return Invalid(absl::StrCat(rpc, ": ", keys.size(),
                                   " keys exceed the limit of ",
                                   kMaxKeysPerRequest, " per request"));
-    }
-    for (uint64_t key : keys) {
-      const uint32_t shard = ShardOf(key, options_.num_shards);
-      if (!owned_[shard]) {
-        // ABORTED: the client's map is stale; it refetches and resends.
-        return Status(StatusCode::ABORTED,
-                      absl::StrCat(rpc, ": key ", key, " is in shard ", shard,
-                                   ", which pserver ", options_.index,
-                                   " does not own (shard map version ",
-                                   options_.shard_map_version, ")"));
-      }
     }
     return Status::OK;
   }
@@ -456,8 +471,9 @@ class PserverImpl final : public Pserver,
 
   const PserverOptions options_;
   std::atomic<uint64_t> coordinator_epoch_{0};  // newest a Checkpoint carried
-  // owned_[s]: whether options_.owned_shards lists shard s; fixed.
-  const std::vector<bool> owned_;
+  // Owned and frozen shards and the map version: runtime state (SetShards),
+  // with its own lock.
+  ShardOwnership ownership_;
   // Table i serves table_id i; fixed after construction.
   const std::vector<std::unique_ptr<SparseTable>> tables_;
   WorkerPool pull_pool_, push_pool_;
@@ -469,6 +485,7 @@ class PserverImpl final : public Pserver,
   // is not built for ThreadSanitizer, which then cannot see it synchronize.)
   std::mutex gauges_mu_;
   int shrinks_running_ = 0;  // guarded by gauges_mu_
+  ShardMover mover_;
 };
 
 }  // namespace

@@ -9,6 +9,14 @@
 // coordinator's and resends), and silently serving it would split one
 // feature's row across two servers. A refused request changes nothing.
 //
+// Shards move at run time (pserver/shard_mover.h, proto/ps.proto): SetShards
+// replaces the owned shards, the frozen ones (owned, moving out: pushes
+// refused with ABORTED and the version, pulls answered) and the map version,
+// never to an older version (pserver/shard_ownership.h); ExportShard streams
+// a frozen shard's rows and writer sequences, ImportShard replaces a shard
+// not owned yet with such a stream, durably, and DropShard deletes a shard no
+// longer owned. Those four run on gRPC's synchronous threads.
+//
 // Requests are validated before anything is applied (table id, matching
 // lengths, size limit, ownership, finite gradients); a bad request gets
 // INVALID_ARGUMENT with a message naming the RPC and field, changes nothing,
@@ -55,9 +63,9 @@ inline constexpr size_t kMaxKeysPerRequest = 1 << 20;
 struct PserverOptions {
   uint32_t index = 0;
   uint32_t num_shards = 64;
-  // The shards of num_shards this pserver owns, and the version of the
-  // shard map that says so (common/shard_map.h). Empty: every shard (a
-  // pserver alone).
+  // The shards of num_shards this pserver owns at start, and the version of
+  // the shard map that says so (common/shard_map.h); SetShards changes both.
+  // Empty: every shard (a pserver alone).
   std::vector<uint32_t> owned_shards;
   uint64_t shard_map_version = 1;
   // Threads running table work, per pool (pulls, pushes).

@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 #include "pserver/metrics.h"
+#include "pserver/pserver_testlib.h"
 
 namespace sampan {
 namespace {
@@ -43,96 +44,6 @@ TableOptions Options(const std::string& dir, uint32_t dim) {
   t.backend = Backend::kRocksDb;
   t.data_dir = dir;
   return t;
-}
-
-// A Pserver serving its tables on a loopback port, and a raw stub to it.
-class ServedPserver {
- public:
-  ServedPserver(const PserverOptions& options,
-                std::vector<std::unique_ptr<SparseTable>> tables)
-      : pserver_(Pserver::Create(options, std::move(tables))) {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
-    builder.RegisterService(pserver_->service());
-    server_ = builder.BuildAndStart();
-    EXPECT_NE(port, 0);
-    stub_ = ps::SparseTable::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
-  }
-  ~ServedPserver() { Shutdown(); }
-
-  void Shutdown() {
-    if (server_ == nullptr) return;
-    server_->Shutdown();
-    pserver_->Stop();
-    server_.reset();
-  }
-
-  Pserver& pserver() { return *pserver_; }
-  ps::SparseTable::Stub& stub() { return *stub_; }
-
-  // Pushes `grads` (the table's row width per key) with one show each.
-  grpc::Status Push(uint32_t table, const std::vector<uint64_t>& keys,
-                    const std::vector<float>& grads, uint64_t sequence,
-                    float show = 1) {
-    ps::PushRequest req;
-    req.set_table_id(table);
-    for (uint64_t key : keys) {
-      req.add_keys(key);
-      req.add_shows(show);
-      req.add_clicks(0);
-    }
-    req.set_grads(std::string(reinterpret_cast<const char*>(grads.data()),
-                              grads.size() * sizeof(float)));
-    req.set_writer_id(7);
-    req.set_sequence(sequence);
-    ps::PushResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(10));
-    return stub_->Push(&ctx, req, &resp);
-  }
-
-  // Reads without creating rows.
-  std::vector<float> Pull(uint32_t table, uint64_t key) {
-    ps::PullRequest req;
-    req.set_table_id(table);
-    req.add_keys(key);
-    ps::PullResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(10));
-    const grpc::Status s = stub_->Pull(&ctx, req, &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    std::vector<float> out(resp.values().size() / sizeof(float));
-    std::memcpy(out.data(), resp.values().data(), resp.values().size());
-    return out;
-  }
-
-  grpc::Status Shrink(uint32_t table, ps::ShrinkResponse* resp) {
-    ps::ShrinkRequest req;
-    req.set_table_id(table);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(30));
-    return stub_->Shrink(&ctx, req, resp);
-  }
-
- private:
-  std::unique_ptr<Pserver> pserver_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<ps::SparseTable::Stub> stub_;
-};
-
-// A fresh directory under the test's temporary one.
-std::string FreshDir(const std::string& name) {
-  const std::string dir =
-      absl::StrCat(testing::TempDir(), "/", name, "_",
-                   testing::UnitTest::GetInstance()->random_seed());
-  std::filesystem::remove_all(dir);
-  return dir;
 }
 
 class TwoTablePserverTest : public ::testing::Test {
@@ -257,23 +168,6 @@ class ShrinkTest : public ::testing::TestWithParam<Backend> {
 
   std::unique_ptr<ServedPserver> served_;
 };
-
-// `promtool check metrics` on the process's exposition; empty when clean.
-std::string PromtoolComplaints() {
-  const std::string dir = FreshDir("promtool");
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/metrics.txt")
-      << prometheus::TextSerializer().Serialize(MetricsRegistry().Collect());
-  const std::string cmd =
-      absl::StrCat("promtool check metrics < ", dir, "/metrics.txt 2>&1");
-  FILE* out = popen(cmd.c_str(), "r");
-  if (out == nullptr) return "cannot run promtool";
-  std::string text;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof buf, out)) text.append(buf, n);
-  const int rc = pclose(out);
-  return rc == 0 ? "" : absl::StrCat("promtool (status ", rc, "): ", text);
-}
 
 TEST_P(ShrinkTest, DeletesRarelyShownRowsKeepsTheRestAndCountsThem) {
   std::vector<uint64_t> rare, kept;
@@ -427,9 +321,9 @@ TEST(CheckpointTest, RefusedFromAReplacedCoordinator) {
 
 // A memory table whose Shrink waits to be released while it holds a lock
 // that its Stats takes too, as the real table's shard locks are.
-class BlockingShrinkTable : public SparseTable {
+class BlockingShrinkTable : public ForwardingTable {
  public:
-  BlockingShrinkTable() : inner_(NewMemoryTable(Options("", 0))) {}
+  BlockingShrinkTable() : ForwardingTable(NewMemoryTable(Options("", 0))) {}
 
   absl::Notification entered, release;
 
@@ -444,35 +338,7 @@ class BlockingShrinkTable : public SparseTable {
     return inner_->Stats();
   }
 
-  uint32_t pull_dim() const override { return inner_->pull_dim(); }
-  absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
-                    float* out) override {
-    return inner_->Pull(keys, is_training, out);
-  }
-  bool PullIfInMemory(absl::Span<const uint64_t> keys, bool is_training,
-                      float* out) override {
-    return inner_->PullIfInMemory(keys, is_training, out);
-  }
-  absl::StatusOr<PushResult> Push(const PushBatch& batch) override {
-    return inner_->Push(batch);
-  }
-  absl::Status Flush() override { return inner_->Flush(); }
-  absl::Status Snapshot(const std::string& dir) override {
-    return inner_->Snapshot(dir);
-  }
-  absl::Status DeltaSnapshot(const std::string& path) override {
-    return inner_->DeltaSnapshot(path);
-  }
-  absl::Status ApplyDelta(const std::string& path) override {
-    return inner_->ApplyDelta(path);
-  }
-  absl::Status BulkLoad(absl::Span<const uint64_t> keys,
-                        const float* values) override {
-    return inner_->BulkLoad(keys, values);
-  }
-
  private:
-  const std::unique_ptr<SparseTable> inner_;
   mutable std::mutex mu_;
 };
 
