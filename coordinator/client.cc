@@ -74,10 +74,12 @@ std::shared_ptr<grpc::Channel> NewChannel(
   grpc::ChannelArguments args;
   if (!tls_name.empty()) args.SetSslTargetNameOverride(tls_name);
   // A coordinator that died is back on its port within a fraction of a
-  // second (`sampan run` restarts it at once): reconnect within one, not
-  // after gRPC's default backoff, which reaches tens of seconds.
+  // second (`sampan run` restarts it at once): try again every 0.1-1 s, not
+  // after gRPC's default backoff, which reaches two minutes. (The "min
+  // reconnect backoff" is the time one attempt may take to connect: 2 s,
+  // not 20, and not so short that a loaded machine's handshakes fail.)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(
       address, credentials ? credentials : grpc::InsecureChannelCredentials(),
@@ -229,6 +231,10 @@ absl::StatusOr<std::string> CoordinatorClient::KvGet(const std::string& key,
 absl::StatusOr<coord::JobStatusResponse> CoordinatorClient::JobStatus() {
   grpc::ClientContext context;
   SetDeadline(&context, rpc_deadline_);
+  // Waits (within the deadline) for a coordinator that is coming back,
+  // rather than failing at once while the channel is still in its
+  // reconnect backoff: `sampan run` measures outages with these calls.
+  context.set_wait_for_ready(true);
   coord::JobStatusResponse resp;
   grpc::Status s =
       Fenced(&newest_epoch_, &context, [&](grpc::ClientContext* c) {

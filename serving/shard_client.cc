@@ -80,8 +80,10 @@ ShardClients::ShardClients(const ShardClientOptions& options)
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   // A shard back after a restart or SIGCONT is used again within a second.
+  // (The "min reconnect backoff" is how long one connection attempt may
+  // take: 2 s, so that a loaded machine's handshakes are not cut short.)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   for (const std::string& address : options.addresses) {
     stubs_.push_back(serving::Lookup::NewStub(grpc::CreateCustomChannel(

@@ -25,8 +25,8 @@ if [ -n "${TEST_SRCDIR:-}" ] && [ -x "$RUNFILES/cli/sampan" ]; then
   LOAD="$RUNFILES/tests/ps_counter_load"
 else
   ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-  SAMPAN="$ROOT/bazel-bin/cli/sampan"
-  LOAD="$ROOT/bazel-bin/tests/ps_counter_load"
+  SAMPAN="${SAMPAN:-$ROOT/bazel-bin/cli/sampan}"
+  LOAD="${LOAD:-$ROOT/bazel-bin/tests/ps_counter_load}"
 fi
 TMP="${TEST_TMPDIR:-$(mktemp -d /tmp/sampan-fault.XXXXXX)}"
 FAULT_CACHE="${FAULT_CACHE:-/tmp/sampan-fault-cache}"
