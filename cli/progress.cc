@@ -68,6 +68,10 @@ std::string ProgressPrinter::Render(const coord::JobStatusResponse& status,
       examples ? auc_weighted / examples : 0.5, examples, bad, FormatEta(eta));
   if (status.trainers_size() > 0)
     absl::StrAppend(&line, StreamPart(status, now));
+  if (status.coordinator_incarnations() > 1) {
+    absl::StrAppend(&line, " | coordinator restarts ",
+                    status.coordinator_incarnations() - 1);
+  }
   return line;
 }
 

@@ -31,6 +31,16 @@ TEST(ProgressTest, RateAndLossAreOverTheExamplesSinceTheLastLine) {
   EXPECT_NE(line.find("eta 0:01"), std::string::npos) << line;
 }
 
+TEST(ProgressTest, SaysWhenTheCoordinatorRestarted) {
+  ProgressPrinter p{JobConfig()};
+  coord::JobStatusResponse s = Status(10, 5, 0.1);
+  s.set_coordinator_incarnations(1);
+  EXPECT_EQ(p.Render(s, absl::Now()).find("coordinator"), std::string::npos);
+  s.set_coordinator_incarnations(3);
+  const std::string line = p.Render(s, absl::Now());
+  EXPECT_NE(line.find(" | coordinator restarts 2"), std::string::npos) << line;
+}
+
 TEST(ProgressTest, NoNewExamplesKeepsTheLastLossAndAFinishedJobItsAverage) {
   ProgressPrinter p{JobConfig()};
   const absl::Time t0 = absl::Now();
