@@ -147,8 +147,8 @@ Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known) {
 
 // A coordinator that a newer one replaced (coordinator/coordinator.h) has
 // nothing left to do: it exits, and whoever restarts it gets a new epoch.
-void ExitIfSuperseded(const CoordinatorService& service) {
-  if (!service.superseded()) return;
+void ExitIfSuperseded(CoordinatorService& service) {
+  if (!service.CheckSuperseded()) return;
   SAMPAN_LOG(ERROR) << "coordinator epoch " << service.epoch()
                     << " was replaced by a newer coordinator; exiting";
   std::_Exit(kSupersededExitCode);

@@ -69,6 +69,14 @@ class CoordinatorImpl final : public CoordinatorService {
 
   uint64_t epoch() const override { return epoch_; }
   bool superseded() const override { return superseded_.load(); }
+  bool CheckSuperseded() override {
+    if (state_file_.empty() || superseded()) return superseded();
+    if (const uint64_t newer = EpochOfStateOnDisk(); newer > epoch_) {
+      Supersede(absl::StrCat(state_file_, " was written by coordinator epoch ",
+                             newer));
+    }
+    return superseded();
+  }
 
   Status Register(ServerContext* context, const coord::RegisterRequest* req,
                   coord::RegisterResponse* resp) override {
@@ -302,11 +310,7 @@ class CoordinatorImpl final : public CoordinatorService {
     // and the rename below a newer one could still write; it would have to
     // start within that window, and it writes its state again on its next
     // put or barrier.)
-    if (const uint64_t newer = EpochOfStateOnDisk(); newer > epoch_) {
-      Supersede(absl::StrCat(state_file_, " was written by coordinator epoch ",
-                             newer));
-    }
-    if (superseded()) {
+    if (CheckSuperseded()) {
       return absl::UnavailableError(absl::StrCat("coordinator epoch ", epoch_,
                                                  " was replaced; not writing ",
                                                  state_file_));

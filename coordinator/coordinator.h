@@ -49,6 +49,11 @@ class CoordinatorService : public coord::Coordinator::Service {
  public:
   virtual uint64_t epoch() const = 0;
   virtual bool superseded() const = 0;
+  // Reads the state file (with a launch id) and is superseded if a newer
+  // coordinator wrote it: what a coordinator woken up after its replacement
+  // took over learns within a tick even if no member calls it. Returns
+  // superseded().
+  virtual bool CheckSuperseded() = 0;
 };
 
 std::unique_ptr<CoordinatorService> NewCoordinatorService(
