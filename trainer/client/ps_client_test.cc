@@ -198,7 +198,7 @@ TEST_P(PserverTest, BadRequestsAreRejectedAndServerKeepsServing) {
     ps::PushResponse resp;
     grpc::Status s = stub->Push(&ctx, misrouted, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED);
-    EXPECT_TRUE(absl::StrContains(s.error_message(), "does not own"))
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "is not owned by"))
         << s.error_message();
     EXPECT_EQ(RefusedByMapVersion(ctx), 1u);
   }
@@ -370,7 +370,7 @@ TEST_P(PserverTest, StaleMapIsRefusedAndTheNewerOneFetched) {
   std::vector<float> rows(keys.size());
   absl::Status s = stale->Pull(keys, false, rows.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
-  EXPECT_TRUE(absl::StrContains(s.message(), "does not own")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "is not owned by")) << s;
 }
 
 // A pserver that comes back on another port (a rescheduled pod) is followed
