@@ -40,6 +40,16 @@ class Backoff {
   // Sleeps before the next attempt; false (without sleeping) once the budget
   // is spent. Jitter spreads the retries of many clients after an outage.
   bool Wait() {
+    absl::Duration sleep;
+    if (!Next(&sleep)) return false;
+    absl::SleepFor(sleep);
+    return true;
+  }
+
+  // As Wait, for a caller that waits itself (on a condition that may cut
+  // the wait short): sets *sleep to the time to wait before the next
+  // attempt, or returns false once the budget is spent.
+  bool Next(absl::Duration* sleep) {
     const absl::Time now = absl::Now();
     if (now >= give_up_) return false;
     // Seeded here rather than in the constructor: nearly every call succeeds
@@ -50,9 +60,8 @@ class Backoff {
       seeded_ = true;
     }
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
-    absl::Duration sleep = delay_ * jitter(rng_);
-    if (now + sleep > give_up_) sleep = give_up_ - now;
-    absl::SleepFor(sleep);
+    *sleep = delay_ * jitter(rng_);
+    if (now + *sleep > give_up_) *sleep = give_up_ - now;
     delay_ = std::min(delay_ * 2, max_);
     return true;
   }

@@ -6,10 +6,10 @@
 #include "common/grpc_status.h"
 #include "common/hash.h"
 #include "common/ps_wire.h"
+#include "common/retry.h"
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
-#include "trainer/client/push_queue.h"
-#include "common/retry.h"
+#include "trainer/client/push_router.h"
 #include "trainer/client/routes.h"
 
 namespace sampan {
@@ -30,12 +30,7 @@ struct PullCall {
 class GrpcPsClient final : public PsClient {
  public:
   explicit GrpcPsClient(const PsClientOptions& options)
-      : options_(options), routes_(options_) {
-    for (size_t p = 0; p < options_.shard_map.num_pservers(); ++p) {
-      queues_.push_back(
-          std::make_unique<PushQueue>(options_, p, &routes_, &sequences_));
-    }
-  }
+      : options_(options), routes_(options_), pushes_(options_, &routes_) {}
 
   absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                     float* out) override {
@@ -48,7 +43,10 @@ class GrpcPsClient final : public PsClient {
       }
     } observe{start, pull_metrics_};
     std::shared_ptr<const Routes::Table> routes = routes_.Current();
-    std::vector<PullCall> calls = PlanPulls(*routes, keys, is_training);
+    std::vector<PullCall> calls;
+    std::vector<uint32_t> all(keys.size());
+    for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+    PlanPulls(routes->map, keys, all, is_training, &calls);
     Backoff backoff(options_.initial_backoff, options_.max_backoff,
                     options_.retry_timeout);
     while (true) {
@@ -73,9 +71,14 @@ class GrpcPsClient final : public PsClient {
       }
       if (failure.ok()) return absl::OkStatus();
       if (!retry) return failure;
-      // The map may be stale. (Owners do not change yet, so the calls'
-      // split by pserver stays right: routes.h.)
-      routes = routes_.Refresh(*routes, failed->status, failed->context.get());
+      // The map may be stale; a newer one that moved shards re-plans the
+      // keys not read yet (the rows read stay where they were scattered).
+      std::shared_ptr<const Routes::Table> next =
+          routes_.Refresh(*routes, failed->status, failed->context.get());
+      if (!SameRouting(next->map, routes->map)) {
+        Replan(next->map, keys, is_training, &calls);
+      }
+      routes = std::move(next);
       if (!backoff.Wait()) return failure;
       pull_retries_.fetch_add(1, std::memory_order_relaxed);
       pull_metrics_.retries->Increment();
@@ -86,30 +89,19 @@ class GrpcPsClient final : public PsClient {
                          absl::Span<const float> grads,
                          absl::Span<const float> shows,
                          absl::Span<const float> clicks) override {
-    std::vector<std::vector<uint32_t>> by_pserver = GroupByPserver(keys);
-    for (size_t p = 0; p < by_pserver.size(); ++p) {
-      if (by_pserver[p].empty()) continue;
-      absl::Status s = queues_[p]->Add(keys, grads.data(), shows.data(),
-                                       clicks.data(), by_pserver[p]);
-      if (!s.ok()) return s;
-    }
-    return absl::OkStatus();
+    return pushes_.Push(keys, grads, shows, clicks);
   }
 
-  absl::Status Flush() override {
-    absl::Status first;
-    for (auto& queue : queues_) {
-      absl::Status s = queue->Flush();
-      if (first.ok()) first = s;
-    }
-    return first;
-  }
+  absl::Status Flush() override { return pushes_.Flush(); }
 
   absl::StatusOr<ShrinkTotals> Shrink(absl::Duration deadline) override {
     ps::ShrinkRequest request;
     request.set_table_id(options_.table_id);
-    std::shared_ptr<const Routes::Table> routes = routes_.Current();
+    // Every pserver of the coordinator's current map, not only those this
+    // client has met.
+    std::shared_ptr<const Routes::Table> routes = routes_.Latest();
     std::vector<ShrinkCall> calls(routes->stubs.size());
+    ShrinkTotals totals;
     Backoff backoff(options_.initial_backoff, options_.max_backoff,
                     options_.retry_timeout);
     while (true) {
@@ -121,7 +113,11 @@ class GrpcPsClient final : public PsClient {
         ShrinkCall& call = calls[p];
         if (call.done) continue;
         call.done = call.status.ok();
-        if (call.done) continue;
+        if (call.done) {
+          totals.deleted_rows += call.response.deleted_rows();
+          totals.rows += call.response.rows();
+          continue;
+        }
         const bool again = IsRefusedOrUnreached(call.status.error_code());
         // A failure that will not be retried is the one to report.
         if (failure.ok() || (retry && !again)) {
@@ -135,12 +131,10 @@ class GrpcPsClient final : public PsClient {
       if (failure.ok()) break;
       if (!retry) return failure;
       routes = routes_.Refresh(*routes, failed->status, failed->context.get());
+      // Every pserver of the current map: one that joined is asked too, one
+      // that left has no rows (its shards moved away).
+      calls.resize(routes->stubs.size());
       if (!backoff.Wait()) return failure;
-    }
-    ShrinkTotals totals;
-    for (const ShrinkCall& call : calls) {
-      totals.deleted_rows += call.response.deleted_rows();
-      totals.rows += call.response.rows();
     }
     return totals;
   }
@@ -149,39 +143,33 @@ class GrpcPsClient final : public PsClient {
     PsClientStats stats;
     stats.pull_retries = pull_retries_.load();
     stats.map_refreshes = routes_.refreshes();
-    for (const auto& queue : queues_) queue->AddStats(&stats);
+    pushes_.AddStats(&stats);
     return stats;
   }
 
  private:
-  // Pushes go by the map the client started with: owners do not change yet
-  // (routes.h), and a push queue is one pserver's.
-  std::vector<std::vector<uint32_t>> GroupByPserver(
-      absl::Span<const uint64_t> keys) const {
-    return GroupByPserver(options_.shard_map, keys);
-  }
-
   static std::vector<std::vector<uint32_t>> GroupByPserver(
-      const ShardMap& map, absl::Span<const uint64_t> keys) {
-    std::vector<std::vector<uint32_t>> positions(map.num_pservers());
-    for (uint32_t i = 0; i < keys.size(); ++i) {
-      positions[map.OwnerOfKey(keys[i])].push_back(i);
+      const ShardMap& map, absl::Span<const uint64_t> keys,
+      absl::Span<const uint32_t> positions) {
+    std::vector<std::vector<uint32_t>> by_pserver(map.num_pservers());
+    for (uint32_t i : positions) {
+      by_pserver[map.OwnerOfKey(keys[i])].push_back(i);
     }
-    return positions;
+    return by_pserver;
   }
 
-  std::vector<PullCall> PlanPulls(const Routes::Table& routes,
-                                  absl::Span<const uint64_t> keys,
-                                  bool is_training) const {
-    std::vector<PullCall> calls;
+  // Appends to *calls the pulls of keys[positions] by `map`.
+  void PlanPulls(const ShardMap& map, absl::Span<const uint64_t> keys,
+                 absl::Span<const uint32_t> positions, bool is_training,
+                 std::vector<PullCall>* calls) const {
     std::vector<std::vector<uint32_t>> by_pserver =
-        GroupByPserver(routes.map, keys);
+        GroupByPserver(map, keys, positions);
     for (size_t p = 0; p < by_pserver.size(); ++p) {
       const std::vector<uint32_t>& pos = by_pserver[p];
       for (size_t b = 0; b < pos.size(); b += options_.max_keys_per_request) {
         const size_t e =
             std::min(pos.size(), b + options_.max_keys_per_request);
-        PullCall& call = calls.emplace_back();
+        PullCall& call = calls->emplace_back();
         call.pserver = p;
         call.positions.assign(pos.begin() + b, pos.begin() + e);
         call.request.set_table_id(options_.table_id);
@@ -190,7 +178,22 @@ class GrpcPsClient final : public PsClient {
         for (uint32_t i : call.positions) call.request.add_keys(keys[i]);
       }
     }
-    return calls;
+  }
+
+  // Replaces the calls not done by calls planned by `map` for their keys.
+  void Replan(const ShardMap& map, absl::Span<const uint64_t> keys,
+              bool is_training, std::vector<PullCall>* calls) const {
+    std::vector<uint32_t> left;
+    std::vector<PullCall> done;
+    for (PullCall& call : *calls) {
+      if (call.done) {
+        done.push_back(std::move(call));
+      } else {
+        left.insert(left.end(), call.positions.begin(), call.positions.end());
+      }
+    }
+    *calls = std::move(done);
+    PlanPulls(map, keys, left, is_training, calls);
   }
 
   // Sends every call not yet done, in parallel, and waits for all of them.
@@ -265,10 +268,8 @@ class GrpcPsClient final : public PsClient {
   }
 
   const PsClientOptions options_;
-  Routes routes_;  // reads options_
-  // The writer's push sequences, 1, 2, ... across all its queues.
-  std::atomic<uint64_t> sequences_{1};
-  std::vector<std::unique_ptr<PushQueue>> queues_;
+  Routes routes_;      // reads options_
+  PushRouter pushes_;  // reads options_ and routes_
   std::atomic<uint64_t> pull_retries_{0};
   const PullMetrics pull_metrics_ = GetPullMetrics();
 };

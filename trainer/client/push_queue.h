@@ -1,19 +1,33 @@
 // The push path to one pserver: a bounded queue that merges gradients per
 // key, and one sender thread that ships the merged batch with retries.
 //
-// Ownership and locking: `mu_` guards the pending batch, the sending flag,
-// the stop flag and the first error; `changed_` is notified on every change
-// of them (std::mutex rather than absl::Mutex so that ThreadSanitizer, which
-// cannot see into Debian's uninstrumented Abseil, checks this locking). The
-// sender thread owns the batch it is sending (taken out of the queue under the
-// lock, sent without it). Sequences are taken from the client's counter
-// (shared by its queues) only by the sender thread, one per request, in
-// order, so the pserver sees this writer's sequences increasing.
+// Ownership and locking: `mu_` guards the pending batch, the requests owed
+// (sequenced, to send before anything pending), the sending, park and stop
+// flags, the routes the sender starts a batch with, and the first error;
+// `changed_` is notified on every change of them (std::mutex rather than
+// absl::Mutex so that ThreadSanitizer, which cannot see into Debian's
+// uninstrumented Abseil, checks this locking). The sender thread owns the
+// work it took out of the queue (under the lock) and sends it without the
+// lock. Sequences are taken from the client's counter (shared by its queues)
+// only by sender threads, one per request as it is first sent, so the
+// pserver sees this writer's sequences increasing; a request owed keeps its
+// sequence.
+//
+// Parking (the push router's reroute, trainer/client/push_router.h): Park
+// asks the sender to stop at its next safe point: idle, between two
+// requests, or after a failed attempt (it cuts a backoff short; a request in
+// flight is awaited, within its deadline). There the sender hands back what
+// it has not had acknowledged: the request it was retrying (sequence kept)
+// and the rest of its owed requests go back to the owed list, the rows of
+// its batch not yet sequenced back to the pending batch. A parked queue's
+// owed requests and pending rows belong to the router until Resume.
 #ifndef SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 #define SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,46 +78,105 @@ struct MergedPush {
                  uint32_t dim);
 };
 
+// A push request sequenced and sent (at least tried) but not acknowledged:
+// it is resent with its sequence, wherever the map says its keys now live.
+struct OwedPush {
+  ps::PushRequest request;
+  absl::Time since;  // when its oldest gradient was queued
+};
+
 class PushQueue {
  public:
-  // Sends to pserver `pserver` by `routes` (which must outlive it), taking
-  // newer routes when a push fails in a way they may cure.
-  // `sequences` is the writer's counter, shared with its other queues.
+  // Sends to pserver `pserver` by `table`, taking newer routes from
+  // `routes` when a push fails in a way they may cure: at once when they
+  // route keys as `table` does (a pserver's new address), otherwise by
+  // calling `reroute` (the router then parks every queue and resumes this
+  // one with the new routes). `sequences` is the writer's counter, shared
+  // with its other queues. `routes` and `sequences` must outlive it.
   PushQueue(const PsClientOptions& options, int pserver, Routes* routes,
-            std::atomic<uint64_t>* sequences);
+            std::atomic<uint64_t>* sequences, std::function<void()> reroute,
+            std::shared_ptr<const Routes::Table> table);
   ~PushQueue();  // stops the sender after a Flush
 
-  // Merges the rows at `positions` of the caller's arrays. Blocks while the
-  // queue is full (up to retry_timeout). Returns the first push error.
+  // Merges the rows at `positions` of the caller's arrays; never blocks.
+  // Returns the first push error (merging nothing then).
   absl::Status Add(absl::Span<const uint64_t> keys, const float* grads,
                    const float* shows, const float* clicks,
                    const std::vector<uint32_t>& positions);
 
-  // Waits until everything queued is acknowledged or has failed.
+  // Backpressure: waits until the queue holds fewer than max_pending_keys
+  // keys, until `give_up` (DEADLINE_EXCEEDED naming the pserver). Returns
+  // the first push error.
+  absl::Status WaitForRoom(absl::Time give_up);
+
+  // Waits until everything queued or owed is acknowledged or has failed;
+  // returns the first push error. A parked queue holding work waits for
+  // the router.
   absl::Status Flush();
 
   void AddStats(PsClientStats* stats) const;
 
+  // --- For the push router, while it holds its routing epoch exclusively.
+  // Asks the sender to park (see the file comment).
+  void Park();
+  // Waits up to `timeout` for the sender to park; true once it has.
+  bool WaitParked(absl::Duration timeout);
+  // A parked queue's owed requests (appended to *owed) and pending rows
+  // (swapped into *pending, which must be empty); the queue keeps neither.
+  void TakeWork(std::vector<OwedPush>* owed, MergedPush* pending);
+  // Queues `owed` to be sent, after the requests owed before it and before
+  // anything pending.
+  void Resend(OwedPush owed);
+  // Merges the rows at `positions` of `rows` into the pending batch.
+  void Requeue(const MergedPush& rows, const std::vector<uint32_t>& positions);
+  // Lets a parked sender go on, by `table`.
+  void Resume(std::shared_ptr<const Routes::Table> table);
+
  private:
+  enum class Sent { kAcked, kParked, kFailed };
+
   void SenderLoop();
-  // Sends `batch` in requests of at most max_keys_per_request keys.
-  absl::Status SendBatch(const MergedPush& batch);
-  absl::Status SendWithRetries(ps::PushRequest* request);
+  // Sends `batch` in requests of at most max_keys_per_request keys, each
+  // sequenced as it is first sent; on parking hands the rest back.
+  absl::Status SendBatch(const MergedPush& batch,
+                         std::shared_ptr<const Routes::Table>* table);
+  // Sends `owed` in order; on parking hands the rest back.
+  absl::Status SendOwed(std::deque<OwedPush>* owed,
+                        std::shared_ptr<const Routes::Table>* table);
+  // Retries `request` until acknowledged, a failure that is not transient
+  // (*error), the retry budget is spent (*error), or a park request.
+  Sent SendWithRetries(const ps::PushRequest& request,
+                       std::shared_ptr<const Routes::Table>* table,
+                       absl::Status* error);
+  // The sender's hand-back at a safe point: `owed` in front of the owed
+  // list, the rows of `batch` from `from` on into the pending batch.
+  void HandBack(std::deque<OwedPush>* owed, const MergedPush* batch,
+                size_t from);
+  void MergeLocked(absl::Span<const uint64_t> keys, const float* grads,
+                   const float* shows, const float* clicks,
+                   const std::vector<uint32_t>& positions, absl::Time oldest);
+  bool HasWorkLocked() const { return pending_.size() > 0 || !owed_.empty(); }
+  bool ParkRequested() const;
 
   const PsClientOptions& options_;
   const int pserver_;
   Routes* const routes_;
   std::atomic<uint64_t>* const sequences_;
+  const std::function<void()> reroute_;
   std::atomic<uint64_t> retries_{0}, sent_{0};
   const PushQueueMetrics metrics_;
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  MergedPush pending_;        // guarded by mu_
-  bool sending_ = false;      // guarded by mu_
-  absl::Time sending_since_;  // guarded by mu_
-  bool stop_ = false;         // guarded by mu_
-  absl::Status error_;        // guarded by mu_
+  MergedPush pending_;                          // guarded by mu_
+  std::deque<OwedPush> owed_;                   // guarded by mu_
+  std::shared_ptr<const Routes::Table> table_;  // guarded by mu_
+  bool sending_ = false;                        // guarded by mu_
+  absl::Time sending_since_;                    // guarded by mu_
+  bool park_ = false;                           // guarded by mu_
+  bool parked_ = false;                         // guarded by mu_
+  bool stop_ = false;                           // guarded by mu_
+  absl::Status error_;                          // guarded by mu_
   std::thread sender_;
 };
 

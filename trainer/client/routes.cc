@@ -52,6 +52,10 @@ uint64_t Routes::refreshes() const {
   return refreshes_;
 }
 
+bool SameRouting(const ShardMap& a, const ShardMap& b) {
+  return a.owner == b.owner && a.addresses.size() == b.addresses.size();
+}
+
 std::shared_ptr<const Routes::Table> Routes::Refresh(
     const Table& seen, const grpc::Status& status,
     const grpc::ClientContext* context) {
@@ -65,11 +69,25 @@ std::shared_ptr<const Routes::Table> Routes::Refresh(
   // Another thread fetched while this one waited: take what it got.
   if (now->map.version != seen.map.version) return now;
   // A pserver that says its map is newer than ours is worth asking about at
-  // once; an unreachable one, once per min_map_refresh.
-  const bool newer_exists = refused_by > now->map.version;
+  // once, the first time it says so; an unreachable one (or a frozen shard
+  // whose version was chased already), once per min_map_refresh.
+  const bool newer_exists =
+      refused_by > now->map.version && refused_by > chased_version_;
   if (!newer_exists && absl::Now() - last_fetch_ < options_.min_map_refresh) {
     return now;
   }
+  if (newer_exists) chased_version_ = refused_by;
+  return FetchLocked(now);
+}
+
+std::shared_ptr<const Routes::Table> Routes::Latest() {
+  if (!options_.fetch_shard_map) return Current();
+  std::lock_guard<std::mutex> fetching(fetch_mu_);
+  return FetchLocked(Current());
+}
+
+std::shared_ptr<const Routes::Table> Routes::FetchLocked(
+    std::shared_ptr<const Table> now) {
   last_fetch_ = absl::Now();
   absl::StatusOr<ShardMap> fetched = options_.fetch_shard_map();
   if (!fetched.ok()) {
@@ -77,43 +95,63 @@ std::shared_ptr<const Routes::Table> Routes::Refresh(
     return now;
   }
   if (fetched->version <= now->map.version) return now;
-  if (fetched->owner != now->map.owner ||
-      fetched->addresses.size() != now->map.addresses.size()) {
+  absl::Status bad = CheckFetched(*now, *fetched);
+  absl::StatusOr<std::shared_ptr<const Table>> next =
+      bad.ok() ? Adopt(*now, std::move(*fetched)) : bad;
+  if (!next.ok()) {
     if (refused_version_ != fetched->version) {
       refused_version_ = fetched->version;
-      SAMPAN_LOG(ERROR) << "shard map version " << fetched->version
-                        << " moves shards or changes the fleet's size, which "
-                           "this client cannot follow yet; keeping version "
+      SAMPAN_LOG(ERROR) << next.status().message() << "; keeping version "
                         << now->map.version;
     }
     return now;
   }
-  std::shared_ptr<const Table> next = Adopt(*now, std::move(*fetched));
+  if (!SameRouting(now->map, (*next)->map)) {
+    SAMPAN_LOG(INFO) << "shard map version " << (*next)->map.version
+                     << " moves shards (" << now->map.num_pservers() << " -> "
+                     << (*next)->map.num_pservers() << " pservers)";
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  current_ = next;
+  current_ = *next;
   ++refreshes_;
   GetMapRefreshCounter()->Increment();
-  return next;
+  return current_;
 }
 
-std::shared_ptr<const Routes::Table> Routes::Adopt(const Table& old,
-                                                   ShardMap map) {
+absl::Status Routes::CheckFetched(const Table& now, const ShardMap& map) const {
+  if (absl::Status s = ValidateShardMap(map); !s.ok()) return s;
+  if (map.num_shards() != now.map.num_shards()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shard map version ", map.version, " has ", map.num_shards(),
+        " shards, this client's ", now.map.num_shards()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const Routes::Table>> Routes::Adopt(
+    const Table& old, ShardMap map) {
   auto table = std::make_shared<Table>();
   for (size_t p = 0; p < map.addresses.size(); ++p) {
     std::string& address = map.addresses[p];
-    if (address.empty()) address = old.map.addresses[p];
-    if (address == old.map.addresses[p]) {
+    const bool known = p < old.map.addresses.size();
+    if (address.empty() && known) address = old.map.addresses[p];
+    if (address.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shard map version ", map.version,
+                       " has no address for pserver ", p));
+    }
+    if (known && address == old.map.addresses[p]) {
       table->stubs.push_back(old.stubs[p]);
       table->pull_stubs.push_back(old.pull_stubs[p]);
       continue;
     }
     SAMPAN_LOG(INFO) << "shard map version " << map.version << ": pserver " << p
-                     << " moved from " << old.map.addresses[p] << " to "
-                     << address;
+                     << (known ? " moved from " + old.map.addresses[p] : " new")
+                     << " at " << address;
     Connect(options_, address, table.get());
   }
   table->map = std::move(map);
-  return table;
+  return std::shared_ptr<const Table>(std::move(table));
 }
 
 }  // namespace sampan

@@ -13,9 +13,20 @@
 // the coordinator has no address for (not registered again yet) keeps its
 // old one.
 //
-// Shards do not move between pservers yet (issue 19): a map whose owners or
-// pserver count differ from the routes' is not adopted (logged once per
-// version), so routing stays what the pservers accept.
+// A newer map may also move shards or change the fleet's size: Routes
+// adopts it like any other (channels for pservers new to the map; pservers
+// gone from it drop out), and whoever routes by it decides what a change of
+// owners means for its own requests (SameRouting): a pull re-plans the keys
+// not yet read, pushes are re-split under the push router's exclusive lock
+// (trainer/client/push_router.h). A fetched map is refused (logged once per
+// version, the old one kept) when it is invalid, has another shard count,
+// or names no address for a pserver the old map did not have.
+//
+// A shard moving off a pserver is refused with the map version of the
+// freeze, which the coordinator publishes only at the flip: each such
+// version is chased (fetched without waiting for min_map_refresh) once;
+// later refusals with it wait for min_map_refresh like an unreachable
+// pserver, so a frozen shard does not turn into a stream of fetches.
 //
 // Thread-safe.
 #ifndef SAMPAN_TRAINER_CLIENT_ROUTES_H_
@@ -28,6 +39,9 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/shard_map.h"
 #include "proto/ps.grpc.pb.h"
@@ -62,10 +76,24 @@ class Routes {
                                        const grpc::Status& status,
                                        const grpc::ClientContext* context);
 
+  // Asks the coordinator now (one thread at a time, no rate limit) and
+  // returns the newest routes: for calls that must reach every pserver of
+  // the current map (Shrink).
+  std::shared_ptr<const Table> Latest();
+
   uint64_t refreshes() const;
 
  private:
-  std::shared_ptr<const Table> Adopt(const Table& old, ShardMap map);
+  // Fetches, checks and adopts a newer map than `now`'s; returns the
+  // current routes afterwards.
+  std::shared_ptr<const Table> FetchLocked(std::shared_ptr<const Table> now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fetch_mu_);
+  // The routes of `map`, reusing `old`'s channels where the address is the
+  // same; an error when a pserver new to the map has no address.
+  absl::StatusOr<std::shared_ptr<const Table>> Adopt(const Table& old,
+                                                     ShardMap map);
+  // Why the fetched `map` cannot replace `now`'s, or OK.
+  absl::Status CheckFetched(const Table& now, const ShardMap& map) const;
 
   const PsClientOptions& options_;
   mutable std::mutex mu_;
@@ -76,7 +104,13 @@ class Routes {
   std::mutex fetch_mu_;
   absl::Time last_fetch_ = absl::InfinitePast();  // guarded by fetch_mu_
   uint64_t refused_version_ = 0;                  // guarded by fetch_mu_
+  // The highest version a refusal named that was fetched for at once.
+  uint64_t chased_version_ = 0;  // guarded by fetch_mu_
 };
+
+// True when `a` and `b` send every key to the same pserver index (same
+// owners, same number of pservers); addresses may differ.
+bool SameRouting(const ShardMap& a, const ShardMap& b);
 
 // The shard map version a pserver's "not my shard" refusal carries, 0 when
 // `context`'s trailing metadata has none.
