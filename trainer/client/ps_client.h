@@ -4,13 +4,15 @@
 // (common/shard_map.h). When a pserver cannot be reached or refuses a key as
 // not its own, the client asks the coordinator for its newest map
 // (fetch_shard_map) and retries with it: a pserver that came back at
-// another address is followed (trainer/client/routes.h).
+// another address is followed, and so is a shard that moved to another
+// pserver or a fleet that grew or shrank (trainer/client/routes.h).
 //
 // Pull fans out one request per pserver (split into requests of at most
 // max_keys_per_request keys) in parallel, each attempt with a deadline, and
 // waits for all of them. Failed attempts with a transient status
 // (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED) are retried
-// with exponential backoff until retry_timeout has passed.
+// with exponential backoff until retry_timeout has passed; keys not read
+// yet are re-planned by a newer map that moved their shards.
 //
 // PushAsync merges gradients into a bounded queue per pserver (gradients,
 // shows and clicks of the same key are summed) and returns at once. One
@@ -19,15 +21,19 @@
 // memory. When a queue holds max_pending_keys keys, PushAsync blocks
 // (backpressure) until it drains, for at most retry_timeout.
 //
-// Shrink asks every pserver to shrink the client's table (proto/ps.proto):
-// a table-lifecycle call for whoever runs the job, not for a training step.
+// Shrink asks every pserver of the coordinator's current map to shrink the
+// client's table (proto/ps.proto): a table-lifecycle call for whoever runs
+// the job, not for a training step.
 //
 // Exactly once: every push request carries (writer_id, sequence), only one
 // request per pserver is in flight, and a retry resends the same sequence,
 // so the pserver applies each push once even when an ack was lost (see
 // sparse_table.h). Sequences come from one counter per client, so those a
-// shard sees increase whichever pserver holds it (shards will move between
-// pservers: issue 19).
+// shard sees increase whichever pserver holds it. While a shard moves its
+// pushes are refused ("moving") and retried with backoff; when the map that
+// moves it arrives, every push not acknowledged is resent to the shard's new
+// owner, with its sequence, before anything newer
+// (trainer/client/push_router.h).
 //
 // Thread safety: all methods may be called from many threads at once.
 #ifndef SAMPAN_TRAINER_CLIENT_PS_CLIENT_H_
@@ -53,7 +59,8 @@ struct PsClientOptions {
   ShardMap shard_map;
   // Asks for the newest map (the coordinator's); null: the map never
   // changes. Called from the threads of failed calls, one at a time, at
-  // most once per min_map_refresh unless a pserver says a newer map exists.
+  // most once per min_map_refresh unless a pserver says a newer map exists
+  // (a version it has not said before), and once at the start of a Shrink.
   std::function<absl::StatusOr<ShardMap>()> fetch_shard_map;
   absl::Duration min_map_refresh = absl::Milliseconds(500);
   // Floats per key in pulls and pushes.
