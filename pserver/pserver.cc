@@ -50,11 +50,12 @@ class PserverImpl final : public Pserver, public CallbackMethods {
         ownership_(options.index, options.num_shards, options.owned_shards,
                    options.shard_map_version),
         tables_(std::move(tables)),
-        pull_pool_(options.num_workers, options.max_queued_requests, "ps-pull"),
-        push_pool_(options.num_workers, options.max_queued_requests, "ps-push"),
         disk_(options.data_dir, options.min_free_disk_bytes),
         metrics_(PserverMetrics::Get()),
-        mover_(&ownership_, &tables_, metrics_) {
+        mover_(&ownership_, &tables_, metrics_),
+        pull_pool_(options.num_workers, options.max_queued_requests, "ps-pull"),
+        push_pool_(options.num_workers, options.max_queued_requests,
+                   "ps-push") {
     metrics_->shard_map_version->Set(ownership_.version());
   }
 
@@ -476,7 +477,6 @@ class PserverImpl final : public Pserver, public CallbackMethods {
   ShardOwnership ownership_;
   // Table i serves table_id i; fixed after construction.
   const std::vector<std::unique_ptr<SparseTable>> tables_;
-  WorkerPool pull_pool_, push_pool_;
   DiskGuard disk_;
   PserverMetrics* metrics_;
   // Shrinks in progress; RefreshGauges leaves the table gauges alone while
@@ -486,6 +486,9 @@ class PserverImpl final : public Pserver, public CallbackMethods {
   std::mutex gauges_mu_;
   int shrinks_running_ = 0;  // guarded by gauges_mu_
   ShardMover mover_;
+  // Last: their threads start once every member they read is built (and
+  // ThreadSanitizer, which cannot see gRPC's hand-offs, sees that).
+  WorkerPool pull_pool_, push_pool_;
 };
 
 }  // namespace
