@@ -146,8 +146,9 @@ absl::StatusOr<std::shared_ptr<const Routes::Table>> Routes::Adopt(
       continue;
     }
     SAMPAN_LOG(INFO) << "shard map version " << map.version << ": pserver " << p
-                     << (known ? " moved from " + old.map.addresses[p] : " new")
-                     << " at " << address;
+                     << (known ? " moved from " + old.map.addresses[p] + " to "
+                               : " new at ")
+                     << address;
     Connect(options_, address, table.get());
   }
   table->map = std::move(map);
