@@ -42,14 +42,8 @@ grpc::Status SetShards(ServedPserver& ps, uint64_t version,
                        const std::vector<uint32_t>& owned,
                        const std::vector<uint32_t>& frozen = {},
                        int seconds = 10) {
-  ps::SetShardsRequest req;
-  req.set_shard_map_version(version);
-  for (uint32_t s : owned) req.add_owned_shards(s);
-  for (uint32_t s : frozen) req.add_frozen_shards(s);
-  ps::SetShardsResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(In(seconds));
-  return ps.stub().SetShards(&ctx, req, &resp);
+  return CallSetShards(ps.stub(), version, owned, frozen,
+                       absl::Seconds(seconds));
 }
 
 grpc::Status Export(ServedPserver& ps, uint32_t table, uint32_t shard,

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -104,6 +106,22 @@ class ServedPserver {
 };
 
 // A fresh directory under the test's temporary one.
+// SetShards on `stub`: `owned` from now on, `frozen` of them moving out,
+// at map `version` (proto/ps.proto), within `timeout`.
+inline grpc::Status CallSetShards(ps::SparseTable::Stub& stub, uint64_t version,
+                                  const std::vector<uint32_t>& owned,
+                                  const std::vector<uint32_t>& frozen,
+                                  absl::Duration timeout) {
+  ps::SetShardsRequest req;
+  req.set_shard_map_version(version);
+  for (uint32_t s : owned) req.add_owned_shards(s);
+  for (uint32_t s : frozen) req.add_frozen_shards(s);
+  ps::SetShardsResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return stub.SetShards(&ctx, req, &resp);
+}
+
 inline std::string FreshDir(const std::string& name) {
   const std::string dir =
       absl::StrCat(testing::TempDir(), "/", name, "_",

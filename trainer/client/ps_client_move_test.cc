@@ -159,14 +159,8 @@ class Fleet {
   grpc::Status SetShards(uint32_t node, uint64_t version,
                          const std::vector<uint32_t>& owned,
                          const std::vector<uint32_t>& frozen) {
-    ps::SetShardsRequest req;
-    req.set_shard_map_version(version);
-    for (uint32_t s : owned) req.add_owned_shards(s);
-    for (uint32_t s : frozen) req.add_frozen_shards(s);
-    ps::SetShardsResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(In(absl::Seconds(10)));
-    return nodes_[node]->stub->SetShards(&ctx, req, &resp);
+    return CallSetShards(*nodes_[node]->stub, version, owned, frozen,
+                         absl::Seconds(10));
   }
 
   // Streams the export of `shard` from `from` into an import at `to`, chunk
