@@ -19,6 +19,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cli/coordinator_outages.h"
 #include "cli/job_summary.h"
@@ -56,6 +57,9 @@ struct Child {
   // never restarted.
   int restarts_left = 0;
   std::string port_file;
+  // A pserver the fleet no longer has (`sampan scale` down): stopped on
+  // purpose, its exit is expected.
+  bool retired = false;
 };
 
 std::string LastLines(const std::string& path, int n) {
@@ -219,18 +223,8 @@ class Launcher {
     if (coordinator.empty()) return ReportFailure();
     // Only a durable table survives a restart; a memory-backed pserver
     // that dies takes its rows with it, and the job must fail instead.
-    const bool durable = config_.table().backend() == ROCKSDB;
     for (uint32_t i = 0; i < config_.cluster().num_pservers(); ++i) {
-      const std::string name = absl::StrCat("pserver-", i);
-      const std::string port_file =
-          absl::StrCat(config_.output_dir(), "/", name, ".port");
-      std::remove(port_file.c_str());
-      Child& child = Spawn(
-          name, false,
-          {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
-           "--coordinator=" + coordinator, "--port_file=" + port_file});
-      child.port_file = port_file;
-      child.restarts_left = durable ? config_.cluster().max_restarts() : 0;
+      StartPserver(i, coordinator);
     }
     const bool checkpoints = TakesCheckpoints(config_);
     for (uint32_t r = 0; r < config_.cluster().num_trainers(); ++r) {
@@ -243,6 +237,56 @@ class Launcher {
     }
     if (config_.serving().enabled()) StartServing();
     return Supervise(coordinator);
+  }
+
+  // Only a durable table survives a restart; a memory-backed pserver that
+  // dies takes its rows with it, and the job must fail instead.
+  void StartPserver(uint32_t i, const std::string& coordinator) {
+    const std::string name = absl::StrCat("pserver-", i);
+    const std::string port_file =
+        absl::StrCat(config_.output_dir(), "/", name, ".port");
+    std::remove(port_file.c_str());
+    Child& child = Spawn(
+        name, false,
+        {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
+         "--coordinator=" + coordinator, "--port_file=" + port_file});
+    child.port_file = port_file;
+    child.restarts_left = config_.table().backend() == ROCKSDB
+                              ? config_.cluster().max_restarts()
+                              : 0;
+  }
+
+  // The fleet's size as the coordinator has it (`sampan scale`): starts the
+  // pservers it gained (the coordinator moves shards to them once they
+  // register) and stops those it shed (they own nothing by then).
+  void FollowFleet(const coord::JobStatusResponse& status,
+                   const std::string& coordinator) {
+    const uint32_t size = status.fleet().size();
+    if (size == 0) return;
+    for (uint32_t i = 0; i < size; ++i) {
+      const std::string name = absl::StrCat("pserver-", i);
+      Child* found = nullptr;
+      for (Child& c : children_) {
+        if (c.name == name && !c.retired) found = &c;
+      }
+      if (found != nullptr) continue;
+      std::cerr << "\nfleet: starting " << name << " (" << size
+                << " pservers wanted)\n";
+      StartPserver(i, coordinator);
+    }
+    for (Child& c : children_) {
+      uint32_t index = 0;
+      if (c.retired || c.exited || c.is_trainer ||
+          !absl::SimpleAtoi(absl::StripPrefix(c.name, "pserver-"), &index) ||
+          c.name.rfind("pserver-", 0) != 0 || index < size) {
+        continue;
+      }
+      c.retired = true;
+      std::cerr << "\nfleet: stopping " << c.name << " (pid " << c.pid
+                << "): the fleet is " << size << " pservers and it owns no "
+                << "shard\n";
+      kill(c.pid, SIGTERM);
+    }
   }
 
   // serving.enabled: `sampan serve` follows the versions the job publishes.
@@ -455,6 +499,7 @@ class Launcher {
         if (c.pid != pid) continue;
         c.exited = true;
         c.status = status;
+        if (c.retired) continue;  // left the fleet, as asked
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (!clean && Restart(c)) continue;
         if (!clean && stopping_) {
@@ -490,6 +535,7 @@ class Launcher {
         absl::Seconds(config_.progress_interval_seconds());
     absl::Time next_print = absl::Now() + interval;
     absl::Time next_probe = absl::InfinitePast();
+    absl::Time next_fleet_check = absl::Now() + absl::Seconds(1);
     auto job_status = [&] {
       const absl::Time asked = absl::Now();
       auto status = coordinator.JobStatus();
@@ -518,8 +564,16 @@ class Launcher {
       }
       if (absl::Now() >= next_print) {
         auto status = job_status();
-        if (status.ok()) progress.Update(*status);
+        if (status.ok()) {
+          progress.Update(*status);
+          FollowFleet(*status, coordinator_address);
+        }
         next_print += interval;
+      } else if (absl::Now() >= next_fleet_check) {
+        // Pservers to start or stop show within a second.
+        auto status = coordinator.JobStatus();
+        if (status.ok()) FollowFleet(*status, coordinator_address);
+        next_fleet_check = absl::Now() + absl::Seconds(1);
       } else if (outages_.out() && absl::Now() >= next_probe) {
         // How long the job waits for its coordinator, to 0.2 s.
         job_status();

@@ -19,6 +19,7 @@
 #include "cli/job_metrics.h"
 #include "cli/launcher.h"
 #include "cli/predict.h"
+#include "cli/scale.h"
 #include "cli/serve.h"
 #include "cli/status.h"
 #include "cli/submit.h"
@@ -88,6 +89,10 @@ commands:
   status [JOB.yaml] [--coordinator=HOST:PORT]
                           state, ranks, throughput, loss and AUC of a running
                           job (a local one from JOB.yaml alone)
+  scale JOB.yaml --pservers=N [--coordinator=HOST:PORT] [--wait_seconds=600]
+                          rescale a running job's pserver fleet: shards move
+                          live (fewest moves), pushes pause briefly, nothing
+                          acknowledged is lost; waits until it is done
   serve JOB.yaml [--port=P] [--port_file=F] [--model=PATH] [--version=N]
                           answer Predict calls (proto/serving.proto) from
                           the job's model (serving: section; default the
@@ -207,20 +212,30 @@ int PserverMain(int argc, char** argv) {
                    "metrics_port_file", "host", "advertise"});
   const ClusterConfig& cluster = inv.config.cluster();
   const int index = IntFlagOrExit(inv.flags, "index", -1);
-  if (index < 0 || index >= static_cast<int>(cluster.num_pservers())) {
-    return ConfigError(absl::InvalidArgumentError(absl::StrFormat(
-        "--index=%d out of range [0, %d)", index, cluster.num_pservers())));
+  // A rescaled fleet (`sampan scale`) may have up to one pserver per shard.
+  const int max_index = inv.flags.Has("coordinator")
+                            ? inv.config.table().num_shards()
+                            : cluster.num_pservers();
+  if (index < 0 || index >= max_index) {
+    return ConfigError(absl::InvalidArgumentError(
+        absl::StrFormat("--index=%d out of range [0, %d)", index, max_index)));
   }
   SetLogRole(absl::StrFormat("pserver-%d", index));
   auto metrics = MaybeStartMetrics(inv.flags, inv.config);
   PserverOptions ps_options;
   ps_options.index = index;
   ps_options.num_shards = inv.config.table().num_shards();
-  // The job's first map. (Its shards do not move yet: issue 19.)
-  ps_options.owned_shards =
-      InitialShardMap(ps_options.num_shards,
-                      std::vector<std::string>(cluster.num_pservers()))
-          .ShardsOf(index);
+  if (inv.flags.Has("coordinator")) {
+    // Owns nothing until the coordinator's Register answer says what: the
+    // fleet may have been rescaled since the job's first map.
+    ps_options.shard_map_version = 0;
+  } else {
+    // Alone (tools, inspection): the job's first map.
+    ps_options.owned_shards =
+        InitialShardMap(ps_options.num_shards,
+                        std::vector<std::string>(cluster.num_pservers()))
+            .ShardsOf(index);
+  }
   ps_options.num_workers = cluster.pserver_threads();
   // A memory table never waits on I/O: serve it on gRPC's threads.
   ps_options.run_inline = inv.config.table().backend() != ROCKSDB;
@@ -281,10 +296,33 @@ int PserverMain(int argc, char** argv) {
   options.port_file = inv.flags.Get("port_file");
   options.credentials = ServerCredentialsOrExit(inv.config);
   std::string address;
+  // Registers and takes on the shards the answer assigns.
+  auto register_pserver = [&]() -> absl::Status {
+    coord::RegisterResponse resp;
+    absl::Status s =
+        coordinator->Register(coord::PSERVER, index, address, &resp);
+    if (!s.ok()) return s;
+    ps::SetShardsRequest req;
+    req.set_shard_map_version(resp.assignment().shard_map_version());
+    *req.mutable_owned_shards() = resp.assignment().owned_shards();
+    *req.mutable_frozen_shards() = resp.assignment().frozen_shards();
+    const grpc::Status applied = pserver->ApplyShardMap(req);
+    // An older answer than a SetShards the coordinator sent meanwhile.
+    if (!applied.ok() &&
+        applied.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
+      return absl::InternalError(absl::StrCat(
+          "pserver ", index,
+          ": the coordinator's shard assignment: ", applied.error_message()));
+    }
+    SAMPAN_LOG(INFO) << "pserver " << index << " owns "
+                     << req.owned_shards_size() << " shards (map version "
+                     << req.shard_map_version() << ")";
+    return absl::OkStatus();
+  };
   options.on_started = [&](const std::string& a) {
     address = a;
     if (!coordinator) return absl::OkStatus();
-    return coordinator->Register(coord::PSERVER, index, address);
+    return register_pserver();
   };
   options.on_tick = [&] {
     pserver->RefreshGauges();
@@ -294,9 +332,7 @@ int PserverMain(int argc, char** argv) {
     req.set_index(index);
     absl::Status s = coordinator->Heartbeat(req);
     // A restarted coordinator has forgotten us: register again.
-    if (absl::IsNotFound(s)) {
-      s = coordinator->Register(coord::PSERVER, index, address);
-    }
+    if (absl::IsNotFound(s)) s = register_pserver();
     if (!s.ok()) SAMPAN_LOG(WARNING) << s.message();
   };
   absl::Status s = ServeUntilSignal(pserver->service(), options);
@@ -540,6 +576,7 @@ int main(int argc, char** argv) {
   if (command == "render") return RenderMain(argc, argv);
   if (command == "submit") return SubmitMain(argc, argv);
   if (command == "status") return StatusMain(argc, argv);
+  if (command == "scale") return ScaleMain(argc, argv);
   if (command == "serve") return ServeMain(argc, argv);
   if (command == "predict") return PredictMain(argc, argv);
   if (command == "coordinator") return CoordinatorMain(argc, argv);

@@ -72,6 +72,11 @@ std::string ProgressPrinter::Render(const coord::JobStatusResponse& status,
     absl::StrAppend(&line, " | coordinator restarts ",
                     status.coordinator_incarnations() - 1);
   }
+  const coord::FleetStatus& f = status.fleet();
+  if (f.wanted() != f.size() || f.shards_to_move() > 0) {
+    absl::StrAppend(&line, " | rescaling ", f.size(), " -> ", f.wanted(),
+                    " pservers, ", f.shards_to_move(), " shards to move");
+  }
   return line;
 }
 

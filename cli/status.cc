@@ -69,6 +69,29 @@ absl::StatusOr<std::string> LocalCoordinator(const JobConfig& config,
 
 }  // namespace
 
+std::string FleetLine(const coord::FleetStatus& f) {
+  if (f.size() == 0) return "";  // a coordinator from before elasticity
+  std::string out;
+  if (f.wanted() != f.size() || f.shards_to_move() > 0) {
+    out = absl::StrFormat(
+        "fleet: rescaling %d -> %d pservers, %d shards to "
+        "move",
+        f.size(), f.wanted(), f.shards_to_move());
+    if (!f.moving().empty())
+      absl::StrAppend(&out, " (moving ", f.moving(), ")");
+  } else if (f.shards_moved() > 0) {
+    out = absl::StrFormat("fleet: %d pservers", f.size());
+  }
+  if (f.shards_moved() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("; %d shards (%d rows) moved so far",
+                                          f.shards_moved(), f.rows_moved()));
+  }
+  if (!f.last_error().empty() && !out.empty()) {
+    absl::StrAppend(&out, "; last failed move: ", f.last_error());
+  }
+  return out;
+}
+
 std::string FormatJobStatus(const std::string& job_name,
                             const coord::JobStatusResponse& before,
                             const coord::JobStatusResponse& now,
@@ -90,6 +113,9 @@ std::string FormatJobStatus(const std::string& job_name,
       spec.num_trainers(), t.finished, 100 * t.fraction, t.examples, rate,
       t.examples ? t.loss_sum / t.examples : 0,
       t.examples ? t.auc_weighted / t.examples : 0.5);
+  if (const std::string fleet = FleetLine(now.fleet()); !fleet.empty()) {
+    absl::StrAppend(&out, fleet, "\n");
+  }
   if (now.coordinator_incarnations() > 1) {
     absl::StrAppend(
         &out, absl::StrFormat("coordinator: restarted %d time(s); this one "
@@ -115,6 +141,32 @@ std::string FormatJobStatus(const std::string& job_name,
   return out;
 }
 
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> ConnectToJob(
+    const std::string& config_path, const std::string& coordinator,
+    JobConfig* config) {
+  // The config, when given, names the job and brings its TLS settings; the
+  // address comes from --coordinator or from a local job's port file.
+  *config = JobConfig();
+  if (!config_path.empty()) {
+    absl::StatusOr<JobConfig> loaded = LoadJobConfig(config_path);
+    if (!loaded.ok())
+      return absl::InvalidArgumentError(loaded.status().message());
+    *config = *loaded;
+  }
+  std::string address = coordinator;
+  if (address.empty()) {
+    absl::StatusOr<std::string> local = LocalCoordinator(*config, config_path);
+    if (!local.ok()) return local.status();
+    address = *local;
+  }
+  auto credentials = MakeChannelCredentials(SecurityOptionsFromJob(*config));
+  if (!credentials.ok()) {
+    return absl::InvalidArgumentError(credentials.status().message());
+  }
+  return std::make_unique<CoordinatorClient>(address, absl::Seconds(5),
+                                             absl::Seconds(5), *credentials);
+}
+
 int StatusMain(int argc, char** argv) {
   absl::StatusOr<Flags> flags =
       Flags::Parse(argc, argv, 2, {"coordinator", "interval"});
@@ -134,37 +186,17 @@ int StatusMain(int argc, char** argv) {
                  "[--interval=SECONDS]\n";
     return kExitUsage;
   }
-  // The config, when given, names the job and brings its TLS settings; the
-  // address comes from --coordinator or from a local job's port file.
   JobConfig config;
-  std::string name = "?";
-  if (!flags->positional().empty()) {
-    absl::StatusOr<JobConfig> loaded = LoadJobConfig(flags->positional()[0]);
-    if (!loaded.ok()) {
-      std::cerr << "error: " << loaded.status().message() << "\n";
-      return kExitUsage;
-    }
-    config = *loaded;
-    name = config.name();
+  absl::StatusOr<std::unique_ptr<CoordinatorClient>> client =
+      ConnectToJob(flags->positional().empty() ? "" : flags->positional()[0],
+                   flags->Get("coordinator"), &config);
+  if (!client.ok()) {
+    std::cerr << "error: " << client.status().message() << "\n";
+    return absl::IsInvalidArgument(client.status()) ? kExitUsage : 1;
   }
-  std::string address = flags->Get("coordinator");
-  if (address.empty()) {
-    absl::StatusOr<std::string> local =
-        LocalCoordinator(config, flags->positional()[0]);
-    if (!local.ok()) {
-      std::cerr << "error: " << local.status().message() << "\n";
-      return 1;
-    }
-    address = *local;
-  }
-  auto credentials = MakeChannelCredentials(SecurityOptionsFromJob(config));
-  if (!credentials.ok()) {
-    std::cerr << "error: " << credentials.status().message() << "\n";
-    return kExitUsage;
-  }
-  CoordinatorClient client(address, absl::Seconds(5), absl::Seconds(5),
-                           *credentials);
-  auto before = client.JobStatus();
+  const std::string name = config.name().empty() ? "?" : config.name();
+  const std::string address = (*client)->address();
+  auto before = (*client)->JobStatus();
   if (!before.ok()) {
     std::cerr << "error: coordinator at " << address
               << " not reachable: " << before.status().message() << "\n";
@@ -172,7 +204,7 @@ int StatusMain(int argc, char** argv) {
   }
   const absl::Time t0 = absl::Now();
   absl::SleepFor(absl::Seconds(interval));
-  auto now = client.JobStatus();
+  auto now = (*client)->JobStatus();
   if (!now.ok()) now = before;  // finished between the calls
   std::cout << FormatJobStatus(name, *before, *now, absl::Now() - t0);
   return 0;

@@ -12,18 +12,35 @@
 #ifndef SAMPAN_CLI_STATUS_H_
 #define SAMPAN_CLI_STATUS_H_
 
+#include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/client.h"
 #include "proto/coordinator.pb.h"
+#include "proto/job.pb.h"
 
 namespace sampan {
+
+// "fleet: rescaling 2 -> 3 pservers, ..." while a rescale is under way or
+// after one; "" otherwise (the progress line and `sampan status` show it).
+std::string FleetLine(const coord::FleetStatus& fleet);
 
 // The report for two snapshots taken `dt` apart (pure; tested directly).
 std::string FormatJobStatus(const std::string& job_name,
                             const coord::JobStatusResponse& before,
                             const coord::JobStatusResponse& now,
                             absl::Duration dt);
+
+// A client of a running job's coordinator: at `coordinator` (HOST:PORT)
+// when given, else a local job's (config_path's output_dir), with the
+// config's TLS settings; *config is the loaded config (empty without one).
+// INVALID_ARGUMENT for a config or TLS setting that does not load;
+// NOT_FOUND naming the port file when no local job runs.
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> ConnectToJob(
+    const std::string& config_path, const std::string& coordinator,
+    JobConfig* config);
 
 // `sampan status [JOB.yaml] [--coordinator=HOST:PORT] [--interval=SECONDS]`
 // (at least one of the two);

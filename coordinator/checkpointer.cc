@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -68,11 +69,10 @@ struct Round {
 
 class CheckpointerImpl final : public Checkpointer {
  public:
-  CheckpointerImpl(const JobConfig& config,
-                   std::function<std::vector<std::string>()> pservers,
+  CheckpointerImpl(const JobConfig& config, CheckpointFleet fleet,
                    CheckpointFence fence)
       : config_(config),
-        pservers_(std::move(pservers)),
+        fleet_(std::move(fleet)),
         fence_(std::move(fence)),
         root_(fs::absolute(CheckpointRoot(config)).string()),
         timeout_(absl::Seconds(config.checkpoint().timeout_seconds())),
@@ -238,11 +238,23 @@ class CheckpointerImpl final : public Checkpointer {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return absl::StrCat("cannot create ", dir, ": ", ec.message());
-    const std::vector<std::string> addresses = pservers_();
-    for (size_t i = 0; i < addresses.size(); ++i) {
-      std::string error = SnapshotPserver(i, addresses[i], round, dir);
+    // No shard moves from here to the manifest (coordinator/fleet.h).
+    absl::Mutex* ops = fleet_.ops();
+    if (ops != nullptr && !ops->LockWhenWithDeadline(absl::Condition::kTrue,
+                                                     round.start + timeout_)) {
+      ops->Unlock();
+      return "a shard move outlasted the checkpoint timeout";
+    }
+    absl::Cleanup unlock = [ops] {
+      if (ops != nullptr) ops->Unlock();
+    };
+    const ShardMap map = fleet_.map();
+    for (size_t i = 0; i < map.addresses.size(); ++i) {
+      std::string error = SnapshotPserver(i, map.addresses[i], round, dir);
       if (!error.empty()) return error;
     }
+    manifest->mutable_shard_owner()->Add(map.owner.begin(), map.owner.end());
+    manifest->set_num_pservers(map.num_pservers());
     if (fence_.superseded()) return kSuperseded;
     if (!round.dense_file.empty()) {
       fs::rename(round.dense_file, dir + "/dense.bin", ec);
@@ -254,7 +266,6 @@ class CheckpointerImpl final : public Checkpointer {
     manifest->set_job_name(config_.name());
     manifest->set_created_unix_seconds(
         absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
-    manifest->set_num_pservers(config_.cluster().num_pservers());
     manifest->set_num_trainers(config_.cluster().num_trainers());
     // What a job warm-starting from this checkpoint checks its shape
     // against (trainer/warm_start.h).
@@ -329,7 +340,7 @@ class CheckpointerImpl final : public Checkpointer {
   }
 
   const JobConfig config_;
-  const std::function<std::vector<std::string>()> pservers_;
+  const CheckpointFleet fleet_;
   const CheckpointFence fence_;
   const std::string root_;
   const absl::Duration timeout_;
@@ -347,10 +358,10 @@ class CheckpointerImpl final : public Checkpointer {
 
 }  // namespace
 
-std::unique_ptr<Checkpointer> Checkpointer::Create(
-    const JobConfig& config, std::function<std::vector<std::string>()> pservers,
-    CheckpointFence fence) {
-  return std::make_unique<CheckpointerImpl>(config, std::move(pservers),
+std::unique_ptr<Checkpointer> Checkpointer::Create(const JobConfig& config,
+                                                   CheckpointFleet fleet,
+                                                   CheckpointFence fence) {
+  return std::make_unique<CheckpointerImpl>(config, std::move(fleet),
                                             std::move(fence));
 }
 

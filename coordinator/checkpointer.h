@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "common/shard_map.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
@@ -44,13 +46,20 @@ struct CheckpointFence {
   std::function<bool()> superseded = [] { return false; };
 };
 
+// What a checkpoint snapshots: `map` gives the fleet's pservers (addresses,
+// "" for one not registered) and shard owners, which the manifest records;
+// `ops` (coordinator/fleet.h ops_mu(), may be null) is held from reading the
+// map to the manifest, so that no shard moves meanwhile. Both are called
+// without the checkpointer's lock.
+struct CheckpointFleet {
+  std::function<ShardMap()> map;
+  std::function<absl::Mutex*()> ops = [] { return nullptr; };
+};
+
 class Checkpointer {
  public:
-  // `pservers` returns the registered pservers' addresses by index (empty
-  // for one not registered); it is called without the checkpointer's lock.
   static std::unique_ptr<Checkpointer> Create(
-      const JobConfig& config,
-      std::function<std::vector<std::string>()> pservers,
+      const JobConfig& config, CheckpointFleet fleet,
       CheckpointFence fence = CheckpointFence());
   virtual ~Checkpointer() = default;
 

@@ -44,7 +44,7 @@ coord::CheckpointArriveResponse Arrive(Checkpointer* c, int rank,
 
 std::unique_ptr<Checkpointer> Make(const JobConfig& config) {
   return Checkpointer::Create(config,
-                              [] { return std::vector<std::string>(); });
+                              CheckpointFleet{[] { return ShardMap(); }});
 }
 
 TEST(Checkpointer, CompletesWhenEveryTrainerArrived) {

@@ -244,4 +244,18 @@ absl::StatusOr<coord::JobStatusResponse> CoordinatorClient::JobStatus() {
   return resp;
 }
 
+absl::StatusOr<coord::ScaleResponse> CoordinatorClient::Scale(
+    uint32_t num_pservers) {
+  grpc::ClientContext context;
+  SetDeadline(&context, rpc_deadline_);
+  coord::ScaleRequest req;
+  req.set_num_pservers(num_pservers);
+  coord::ScaleResponse resp;
+  grpc::Status s = Fenced(
+      &newest_epoch_, &context,
+      [&](grpc::ClientContext* c) { return stub_->Scale(c, req, &resp); });
+  if (!s.ok()) return GrpcToStatus(s, "Scale");
+  return resp;
+}
+
 }  // namespace sampan

@@ -63,6 +63,9 @@ class CoordinatorClient {
   absl::StatusOr<std::string> KvGet(const std::string& key, bool wait,
                                     absl::Duration timeout);
   absl::StatusOr<coord::JobStatusResponse> JobStatus();
+  // Asks for a fleet of `num_pservers` (coordinator.proto Scale); not
+  // retried: a refusal says why.
+  absl::StatusOr<coord::ScaleResponse> Scale(uint32_t num_pservers);
 
   const std::string& address() const { return address_; }
   // The newest coordinator epoch an answer carried; 0 before any.

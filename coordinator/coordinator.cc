@@ -16,10 +16,13 @@
 #include "common/coordinator_epoch.h"
 #include "common/file_digest.h"
 #include "common/log.h"
+#include "common/security.h"
 #include "common/shard_map.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/checkpointer.h"
+#include "coordinator/fleet.h"
 #include "coordinator/id_source.h"
+#include "sparse_table/job_options.h"
 
 namespace sampan {
 namespace {
@@ -54,14 +57,12 @@ class CoordinatorImpl final : public CoordinatorService {
         launch_id_(launch_id),
         state_file_(launch_id.empty() ? "" : StateFile(config, "state.pb")),
         start_(absl::Now()),
-        shard_map_(InitialShardMap(
-            config.table().num_shards(),
-            std::vector<std::string>(config.cluster().num_pservers()))),
         writer_ids_(StateFile(config, "writer_ids")),
-        map_versions_(StateFile(config, "shard_map_versions")),
         epoch_(TakeEpoch(StateFile(config, "coordinator_epochs"))),
         checkpointer_(Checkpointer::Create(
-            config, [this] { return PserverAddresses(); },
+            config,
+            CheckpointFleet{[this] { return fleet_->Map(); },
+                            [this] { return fleet_->ops_mu(); }},
             CheckpointFence{epoch_, [this] { return superseded(); }})) {
     SAMPAN_LOG(INFO) << "coordinator epoch " << epoch_;
     LoadState();
@@ -82,7 +83,7 @@ class CoordinatorImpl final : public CoordinatorService {
                   coord::RegisterResponse* resp) override {
     if (Status s = Fence(context, "Register"); !s.ok()) return s;
     const int limit = req->role() == coord::PSERVER
-                          ? config_.cluster().num_pservers()
+                          ? static_cast<int>(fleet_->size())
                           : config_.cluster().num_trainers();
     if (req->role() == coord::ROLE_UNSPECIFIED || req->index() < 0 ||
         req->index() >= limit) {
@@ -103,21 +104,22 @@ class CoordinatorImpl final : public CoordinatorService {
       }
       writer_id = *id;
     }
-    absl::MutexLock lock(&mu_);
-    if (req->role() == coord::PSERVER &&
-        shard_map_.addresses[req->index()] != req->address()) {
-      // A version above every one handed out, this coordinator's or an
-      // earlier one's: clients adopt only newer maps.
-      absl::StatusOr<uint64_t> version = map_versions_.Next();
-      if (!version.ok()) {
+    if (req->role() == coord::PSERVER) {
+      // Its address into the shard map, and what it owns into the answer.
+      absl::StatusOr<coord::ShardAssignment> assignment =
+          fleet_->Register(req->index(), req->address());
+      if (!assignment.ok()) {
         SAMPAN_LOG(ERROR) << "Register: pserver " << req->index() << ": "
-                          << version.status().message();
-        return Status(StatusCode::UNAVAILABLE,
-                      absl::StrCat("Register: ", version.status().message()));
+                          << assignment.status().message();
+        return Status(
+            absl::IsInvalidArgument(assignment.status())
+                ? StatusCode::INVALID_ARGUMENT
+                : StatusCode::UNAVAILABLE,
+            absl::StrCat("Register: ", assignment.status().message()));
       }
-      shard_map_.addresses[req->index()] = req->address();
-      shard_map_.version = *version;
+      *resp->mutable_assignment() = *assignment;
     }
+    absl::MutexLock lock(&mu_);
     resp->set_writer_id(writer_id);
     Slot& slot = members_[{req->role(), req->index()}];
     slot.member.set_role(req->role());
@@ -129,9 +131,11 @@ class CoordinatorImpl final : public CoordinatorService {
     SAMPAN_LOG(INFO) << "registered " << coord::Role_Name(req->role()) << " "
                      << req->index() << " at '" << req->address()
                      << "' incarnation " << slot.member.incarnation()
-                     << (writer_id != 0 ? absl::StrCat(" writer ", writer_id)
-                                        : absl::StrCat(" shard map version ",
-                                                       shard_map_.version));
+                     << (writer_id != 0
+                             ? absl::StrCat(" writer ", writer_id)
+                             : absl::StrCat(
+                                   " shard map version ",
+                                   resp->assignment().shard_map_version()));
     return Status::OK;
   }
 
@@ -164,21 +168,24 @@ class CoordinatorImpl final : public CoordinatorService {
                         const coord::GetClusterSpecRequest* req,
                         coord::ClusterSpec* spec) override {
     if (Status s = Fence(context, "GetClusterSpec"); !s.ok()) return s;
-    absl::MutexLock lock(&mu_);
-    if (req->wait_complete()) {
-      auto complete = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return CountRole(coord::PSERVER) == config_.cluster().num_pservers();
+    const uint32_t size = fleet_->size();
+    {
+      absl::MutexLock lock(&mu_);
+      auto complete = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return CountPservers(size) == size;
       };
-      if (!mu_.AwaitWithDeadline(absl::Condition(&complete),
+      if (req->wait_complete() &&
+          !mu_.AwaitWithDeadline(absl::Condition(&complete),
                                  WaitLimit(context))) {
-        return Status(
-            StatusCode::DEADLINE_EXCEEDED,
-            absl::StrCat("GetClusterSpec: only ", CountRole(coord::PSERVER),
-                         " of ", config_.cluster().num_pservers(),
-                         " pservers registered"));
+        return Status(StatusCode::DEADLINE_EXCEEDED,
+                      absl::StrCat("GetClusterSpec: only ", CountPservers(size),
+                                   " of ", size, " pservers registered"));
       }
     }
-    FillSpec(spec);
+    // Read after the wait: the map of the pservers it waited for.
+    const ShardMap map = fleet_->Map();
+    absl::MutexLock lock(&mu_);
+    FillSpec(map, spec);
     return Status::OK;
   }
 
@@ -245,10 +252,12 @@ class CoordinatorImpl final : public CoordinatorService {
   Status JobStatus(ServerContext* context, const coord::JobStatusRequest*,
                    coord::JobStatusResponse* resp) override {
     if (Status s = Fence(context, "JobStatus"); !s.ok()) return s;
+    const ShardMap map = fleet_->Map();
+    *resp->mutable_fleet() = fleet_->Status();
     absl::MutexLock lock(&mu_);
     resp->set_coordinator_incarnations(incarnations_);
     resp->set_coordinator_epoch(epoch_);
-    FillSpec(resp->mutable_spec());
+    FillSpec(map, resp->mutable_spec());
     for (int r = 0; r < config_.cluster().num_trainers(); ++r) {
       auto it = members_.find({coord::TRAINER, r});
       *resp->add_trainers() =
@@ -256,6 +265,12 @@ class CoordinatorImpl final : public CoordinatorService {
     }
     resp->set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     return Status::OK;
+  }
+
+  Status Scale(ServerContext* context, const coord::ScaleRequest* req,
+               coord::ScaleResponse* resp) override {
+    if (Status s = Fence(context, "Scale"); !s.ok()) return s;
+    return fleet_->Scale(*req, resp);
   }
 
  private:
@@ -294,15 +309,6 @@ class CoordinatorImpl final : public CoordinatorService {
     }
   }
 
-  std::vector<std::string> PserverAddresses() {
-    absl::MutexLock lock(&mu_);
-    std::vector<std::string> out(config_.cluster().num_pservers());
-    for (const auto& [key, slot] : members_) {
-      if (key.first == coord::PSERVER) out[key.second] = slot.member.address();
-    }
-    return out;
-  }
-
   // Writes the rendezvous state durably (a no-op without a launch id).
   absl::Status SaveState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (state_file_.empty()) return absl::OkStatus();
@@ -323,6 +329,7 @@ class CoordinatorImpl final : public CoordinatorService {
     for (const auto& [name, b] : barriers_) {
       if (b.released) state.add_released_barriers(name);
     }
+    *state.mutable_fleet() = fleet_state_;
     std::error_code ec;
     std::filesystem::create_directories(
         std::filesystem::path(state_file_).parent_path(), ec);
@@ -339,10 +346,36 @@ class CoordinatorImpl final : public CoordinatorService {
   // Resumes the rendezvous state of this launch, if a coordinator before
   // this one kept any, and writes it back as this epoch's (so that an
   // earlier coordinator that wakes up finds it and stops).
+  // Then starts the fleet (from the kept one, if any).
   void LoadState() {
-    if (state_file_.empty()) return;
-    ResumeState();
+    if (!state_file_.empty()) ResumeState();
+    FleetOptions o;
+    o.num_shards = config_.table().num_shards();
+    o.size = config_.cluster().num_pservers();
+    o.num_tables = HasDenseTable(config_) ? 2 : 1;
+    o.versions_file = StateFile(config_, "shard_map_versions");
+    o.rpc_deadline = absl::Seconds(config_.cluster().rpc_deadline_seconds());
+    auto creds = MakeChannelCredentials(SecurityOptionsFromJob(config_));
+    if (creds.ok()) o.credentials = *creds;
+    o.coordinator_epoch = epoch_;
+    o.superseded = [this] { return superseded(); };
+    o.save = [this](const coord::FleetState& next) {
+      absl::MutexLock lock(&mu_);
+      const coord::FleetState was = fleet_state_;
+      fleet_state_ = next;
+      absl::Status s = SaveState();
+      if (!s.ok()) fleet_state_ = was;
+      return s;
+    };
+    coord::FleetState resumed;
+    {
+      absl::MutexLock lock(&mu_);
+      resumed = fleet_state_;
+    }
+    fleet_ = Fleet::Create(std::move(o), resumed);
     absl::MutexLock lock(&mu_);
+    fleet_state_ = fleet_->State();
+    if (state_file_.empty()) return;
     if (absl::Status s = SaveState(); !s.ok()) {
       SAMPAN_LOG(ERROR) << "coordinator state: " << s.message();
     }
@@ -369,24 +402,33 @@ class CoordinatorImpl final : public CoordinatorService {
     for (const std::string& name : state.released_barriers()) {
       barriers_[name].released = true;
     }
+    fleet_state_ = state.fleet();
     SAMPAN_LOG(INFO) << "launch " << launch_id_ << ": coordinator incarnation "
                      << incarnations_ << " resumed " << kv_.size()
                      << " keys and " << state.released_barriers_size()
                      << " released barriers from " << state_file_;
   }
 
-  int CountRole(coord::Role role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    int n = 0;
-    for (const auto& [key, slot] : members_) n += key.first == role;
+  // Registered pservers of a fleet of `size` (those that left it may
+  // still be registered until they stop).
+  uint32_t CountPservers(uint32_t size) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    uint32_t n = 0;
+    for (const auto& [key, slot] : members_) {
+      n += key.first == coord::PSERVER && key.second < static_cast<int>(size);
+    }
     return n;
   }
 
-  void FillSpec(coord::ClusterSpec* spec) const
+  void FillSpec(const ShardMap& map, coord::ClusterSpec* spec) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    spec->set_num_pservers(config_.cluster().num_pservers());
+    spec->set_num_pservers(map.num_pservers());
     spec->set_num_trainers(config_.cluster().num_trainers());
     const absl::Time now = absl::Now();
     for (const auto& [key, slot] : members_) {  // ordered by (role, index)
+      if (key.first == coord::PSERVER && key.second >= spec->num_pservers()) {
+        continue;  // left the fleet
+      }
       coord::Member* m = key.first == coord::PSERVER ? spec->add_pservers()
                                                      : spec->add_trainers();
       *m = slot.member;
@@ -395,10 +437,10 @@ class CoordinatorImpl final : public CoordinatorService {
       m->set_alive(age < config_.cluster().heartbeat_timeout_seconds());
     }
     spec->set_complete(spec->pservers_size() == spec->num_pservers());
-    coord::ShardMap* map = spec->mutable_shard_map();
-    map->set_version(shard_map_.version);
-    map->mutable_owner()->Add(shard_map_.owner.begin(), shard_map_.owner.end());
-    for (const std::string& a : shard_map_.addresses) map->add_address(a);
+    coord::ShardMap* out = spec->mutable_shard_map();
+    out->set_version(map.version);
+    out->mutable_owner()->Add(map.owner.begin(), map.owner.end());
+    for (const std::string& a : map.addresses) out->add_address(a);
   }
 
   // Beside the checkpoints: on Kubernetes that is the job's shared volume,
@@ -419,16 +461,19 @@ class CoordinatorImpl final : public CoordinatorService {
   std::map<Key, Slot> members_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> kv_ ABSL_GUARDED_BY(mu_);
-  // The pservers' addresses and shard owners; the version moves on every
-  // change of either (common/shard_map.h).
-  ShardMap shard_map_ ABSL_GUARDED_BY(mu_);
-  // Each has its own lock; map_versions_ is asked only under mu_.
-  IdSource writer_ids_, map_versions_;
+  // The fleet's state as last saved (Fleet's save callback).
+  coord::FleetState fleet_state_ ABSL_GUARDED_BY(mu_);
+  IdSource writer_ids_;  // has its own lock
   const uint64_t epoch_;
   std::atomic<bool> superseded_{false};
   uint32_t incarnations_ ABSL_GUARDED_BY(mu_) = 1;
-  // Declared last: its callback reads members_ under mu_.
+  // Its callbacks read fleet_.
   std::unique_ptr<Checkpointer> checkpointer_;
+  // The shard map, its pservers' addresses and the moves that rescale the
+  // fleet. Created by LoadState; destroyed first (its thread saves state
+  // under mu_). Never called with mu_ held (lock order: the fleet's mutex
+  // before mu_).
+  std::unique_ptr<Fleet> fleet_;
 };
 
 }  // namespace

@@ -131,22 +131,11 @@ class PserverImpl final : public Pserver, public CallbackMethods {
   ServerUnaryReactor* Checkpoint(CallbackServerContext* context,
                                  const ps::CheckpointRequest* req,
                                  ps::CheckpointResponse* resp) override {
-    // A coordinator that was replaced (stopped, then woken up) must not
-    // take snapshots (common/coordinator_epoch.h).
-    const uint64_t theirs = CoordinatorEpochIn(context->client_metadata());
-    uint64_t newest = coordinator_epoch_.load();
-    if (options_.newest_coordinator_epoch) {
-      newest = std::max(newest, options_.newest_coordinator_epoch());
-    }
-    if (theirs < newest) {
+    if (Status s = CheckCoordinator("Checkpoint", *context); !s.ok()) {
       ServerUnaryReactor* reactor = context->DefaultReactor();
-      reactor->Finish(Status(
-          StatusCode::FAILED_PRECONDITION,
-          absl::StrCat("Checkpoint: from coordinator epoch ", theirs,
-                       ", which coordinator epoch ", newest, " replaced")));
+      reactor->Finish(s);
       return reactor;
     }
-    RaiseEpoch(coordinator_epoch_, theirs);
     return OnPushPool(context, "Checkpoint",
                       [this, req, resp] { return DoCheckpoint(*req, resp); });
   }
@@ -178,25 +167,57 @@ class PserverImpl final : public Pserver, public CallbackMethods {
   Status SetShards(grpc::ServerContext* context,
                    const ps::SetShardsRequest* req,
                    ps::SetShardsResponse* resp) override {
+    if (Status s = CheckCoordinator("SetShards", *context); !s.ok()) return s;
     return mover_.SetShards(*context, *req, resp);
   }
   Status ExportShard(grpc::ServerContext* context,
                      const ps::ExportShardRequest* req,
                      grpc::ServerWriter<ps::ShardChunk>* writer) override {
+    if (Status s = CheckCoordinator("ExportShard", *context); !s.ok()) {
+      return s;
+    }
     return mover_.Export(*context, *req, writer);
   }
   Status ImportShard(grpc::ServerContext* context,
                      grpc::ServerReader<ps::ImportShardRequest>* reader,
                      ps::ImportShardResponse* resp) override {
+    if (Status s = CheckCoordinator("ImportShard", *context); !s.ok()) {
+      return s;
+    }
     return mover_.Import(*context, reader, resp);
   }
   Status DropShard(grpc::ServerContext* context,
                    const ps::DropShardRequest* req,
                    ps::DropShardResponse* resp) override {
+    if (Status s = CheckCoordinator("DropShard", *context); !s.ok()) return s;
     return mover_.Drop(*context, *req, resp);
   }
 
+  grpc::Status ApplyShardMap(const ps::SetShardsRequest& req) override {
+    return ownership_.Set(req, absl::Now() + absl::Seconds(30));
+  }
+
  private:
+  // A coordinator that was replaced (stopped, then woken up) must neither
+  // take snapshots nor move shards (common/coordinator_epoch.h): a call
+  // carrying an older epoch than this pserver has seen is refused.
+  Status CheckCoordinator(const char* rpc,
+                          const grpc::ServerContextBase& context) {
+    const uint64_t theirs = CoordinatorEpochIn(context.client_metadata());
+    uint64_t newest = coordinator_epoch_.load();
+    if (options_.newest_coordinator_epoch) {
+      newest = std::max(newest, options_.newest_coordinator_epoch());
+    }
+    if (theirs < newest) {
+      return Status(
+          StatusCode::FAILED_PRECONDITION,
+          absl::StrCat(rpc, ": from coordinator epoch ", theirs,
+                       ", which coordinator epoch ", newest, " replaced"));
+    }
+    RaiseEpoch(coordinator_epoch_, theirs);
+    return Status::OK;
+  }
+
   // Runs `work` on the pool (or inline) and finishes the call with its
   // status; refuses with RESOURCE_EXHAUSTED when the pool's queue is full.
   // `here`: on this thread even when the table is not a memory one.

@@ -65,7 +65,9 @@ struct PserverOptions {
   uint32_t num_shards = 64;
   // The shards of num_shards this pserver owns at start, and the version of
   // the shard map that says so (common/shard_map.h); SetShards changes both.
-  // Empty: every shard (a pserver alone).
+  // Empty: every shard (a pserver alone). Version 0: no shard until the
+  // first SetShards or ApplyShardMap (a pserver of a coordinated job, which
+  // the coordinator's Register answer tells what it owns).
   std::vector<uint32_t> owned_shards;
   uint64_t shard_map_version = 1;
   // Threads running table work, per pool (pulls, pushes).
@@ -116,6 +118,11 @@ class Pserver {
   // periodically. Does not wait for a shrink in progress: the table gauges
   // then keep their values until it ends.
   virtual void RefreshGauges() = 0;
+
+  // What the SetShards RPC does, for the pserver's own process (the
+  // coordinator's Register answer): FAILED_PRECONDITION for a version older
+  // than the pserver's (a newer SetShards came first, which stands).
+  virtual grpc::Status ApplyShardMap(const ps::SetShardsRequest& request) = 0;
 
   // Call after the gRPC server has shut down: runs the requests already
   // accepted, stops the workers and flushes the table.

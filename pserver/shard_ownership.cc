@@ -31,7 +31,7 @@ ShardOwnership::ShardOwnership(uint32_t index, uint32_t num_shards,
       version_(version),
       applying_(num_shards, 0) {
   auto modes = std::make_shared<std::vector<Mode>>(
-      num_shards, owned.empty() ? kOwned : kNotOwned);
+      num_shards, owned.empty() && version > 0 ? kOwned : kNotOwned);
   for (uint32_t s : owned) {
     if (s < num_shards) (*modes)[s] = kOwned;
   }

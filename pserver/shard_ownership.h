@@ -31,7 +31,7 @@ class ShardOwnership {
  public:
   enum Mode : uint8_t { kNotOwned = 0, kOwned = 1, kFrozen = 2 };
 
-  // `owned` empty: every shard.
+  // `owned` empty: every shard, or none with version 0 (until Set).
   ShardOwnership(uint32_t index, uint32_t num_shards,
                  const std::vector<uint32_t>& owned, uint64_t version);
 
