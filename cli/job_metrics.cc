@@ -82,13 +82,31 @@ JobMetrics::JobMetrics()
       shard_map_version_(
           GaugeFamily("sampan_job_shard_map_version",
                       "Version of the coordinator's shard map; it moves "
-                      "when a pserver registers at another address.")
+                      "when a pserver registers at another address and "
+                      "at every step of a shard move.")
               .Add({})),
       coordinator_restarts_(
           GaugeFamily("sampan_job_coordinator_restarts",
                       "Coordinators of this launch started after the first "
                       "(each resumed the job's state).")
-              .Add({})) {}
+              .Add({})),
+      fleet_(GaugeFamily("sampan_job_fleet_pservers",
+                         "Pservers in the fleet (state=size) and asked for "
+                         "by the last rescale (state=wanted).")),
+      fleet_size_(fleet_.Add({{"state", "size"}})),
+      fleet_wanted_(fleet_.Add({{"state", "wanted"}})),
+      shards_to_move_(GaugeFamily("sampan_job_fleet_shards_to_move",
+                                  "Shards the rescale under way still "
+                                  "moves; 0 when the fleet is settled.")
+                          .Add({})),
+      shards_moved_(GaugeFamily("sampan_job_fleet_shards_moved",
+                                "Shard moves completed since this "
+                                "coordinator started.")
+                        .Add({})),
+      rows_moved_(GaugeFamily("sampan_job_fleet_rows_moved",
+                              "Rows moved between pservers since this "
+                              "coordinator started, all tables.")
+                      .Add({})) {}
 
 JobMetrics::Rank& JobMetrics::RankAt(int rank) {
   while (static_cast<int>(ranks_.size()) <= rank) {
@@ -137,6 +155,11 @@ void JobMetrics::Update(const coord::JobStatusResponse& status,
   shard_map_version_.Set(status.spec().shard_map().version());
   coordinator_restarts_.Set(
       std::max<int>(0, int(status.coordinator_incarnations()) - 1));
+  fleet_size_.Set(status.fleet().size());
+  fleet_wanted_.Set(status.fleet().wanted());
+  shards_to_move_.Set(status.fleet().shards_to_move());
+  shards_moved_.Set(status.fleet().shards_moved());
+  rows_moved_.Set(status.fleet().rows_moved());
   if (status.trainers_size() > 0) {
     // Rank 0 decides the passes and publishes the versions.
     const coord::TrainerProgress& p = status.trainers(0);

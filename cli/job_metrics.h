@@ -73,6 +73,13 @@ class JobMetrics {
   prometheus::Gauge& freshness_;
   prometheus::Gauge& shard_map_version_;
   prometheus::Gauge& coordinator_restarts_;
+  // The elastic fleet (coordinator/fleet.h).
+  prometheus::Family<prometheus::Gauge>& fleet_;
+  prometheus::Gauge& fleet_size_;
+  prometheus::Gauge& fleet_wanted_;
+  prometheus::Gauge& shards_to_move_;
+  prometheus::Gauge& shards_moved_;
+  prometheus::Gauge& rows_moved_;
   std::vector<Rank> ranks_;
   uint64_t last_total_ = 0;
   absl::Time last_time_ = absl::InfinitePast();

@@ -30,6 +30,7 @@
 #include "common/security.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
+#include "coordinator/coordinator.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/input_queue.h"
 #include "trainer/model_version.h"
@@ -146,7 +147,8 @@ class Launcher {
     if (resume_) {
       // Tables go back to the checkpoint's epoch: the trainers retrain what
       // came after it (docs/operations.md).
-      absl::StatusOr<std::string> dir = RestoreLatestCheckpoint(config_);
+      absl::StatusOr<std::string> dir =
+          RestoreLatestCheckpoint(config_, &fleet_seed_);
       if (!dir.ok()) {
         std::cerr << "error: --resume: " << dir.status().message() << "\n";
         return false;
@@ -156,8 +158,8 @@ class Launcher {
     } else if (InitFromCheckpoint(config_)) {
       // Warm start from a checkpoint: its tables as they were, optimizer
       // state and statistics included (trainer/warm_start.h).
-      if (absl::Status s =
-              RestorePserverSnapshots(config_, config_.init_model());
+      if (absl::Status s = RestorePserverSnapshots(
+              config_, config_.init_model(), &fleet_seed_);
           !s.ok()) {
         std::cerr << "error: init_model: " << s.message() << "\n";
         return false;
@@ -213,6 +215,19 @@ class Launcher {
     // launch's in the same output_dir.
     const std::string launch_id =
         absl::StrCat(getpid(), "-", absl::ToUnixNanos(absl::Now()));
+    if (!fleet_seed_.owner().empty()) {
+      // The checkpoint's fleet was rescaled: the coordinator starts as it
+      // (its size and owners), and the pservers beyond
+      // cluster.num_pservers start once it reports them (FollowFleet).
+      if (absl::Status s =
+              SeedCoordinatorState(config_, launch_id, fleet_seed_);
+          !s.ok()) {
+        failure_ = absl::StrCat("seeding the coordinator: ", s.message());
+        return ReportFailure();
+      }
+      std::cerr << "the checkpoint's fleet was rescaled: " << fleet_seed_.size()
+                << " pservers\n";
+    }
     Child& coordinator_child =
         Spawn("coordinator", false,
               {"coordinator", "--config=" + config_path_,
@@ -650,6 +665,8 @@ class Launcher {
   int regroups_left_;
   uint64_t generation_ = 0;  // of the hybrid collective group
   std::string resume_from_;  // the checkpoint directory resumed from
+  // A rescaled fleet's checkpoint: the coordinator starts from it.
+  coord::FleetState fleet_seed_;
   int trainer_restarts_ = 0;
   std::string config_path_;
   SyntheticData synthetic_;

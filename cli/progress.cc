@@ -74,8 +74,8 @@ std::string ProgressPrinter::Render(const coord::JobStatusResponse& status,
   }
   const coord::FleetStatus& f = status.fleet();
   if (f.wanted() != f.size() || f.shards_to_move() > 0) {
-    absl::StrAppend(&line, " | rescaling ", f.size(), " -> ", f.wanted(),
-                    " pservers, ", f.shards_to_move(), " shards to move");
+    absl::StrAppend(&line, " | rescaling to ", f.wanted(), " pservers, ",
+                    f.shards_to_move(), " shards to move");
   }
   return line;
 }

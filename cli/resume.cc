@@ -37,13 +37,17 @@ absl::Status ReplaceContents(const std::string& snapshot,
 
 }  // namespace
 
-absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config) {
+absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config,
+                                                    coord::FleetState* fleet) {
   absl::StatusOr<std::string> dir =
       LatestCompleteCheckpoint(CheckpointRoot(config));
   if (!dir.ok()) return dir.status();
   absl::StatusOr<coord::CheckpointManifest> m = ReadManifest(*dir, false);
   if (!m.ok()) return m.status();
-  if (m->num_pservers() != config.cluster().num_pservers() ||
+  // A rescaled fleet's checkpoint records its owners; it comes back as that
+  // fleet, whatever cluster.num_pservers says.
+  const bool rescaled = !FleetOfCheckpoint(config, *m).owner().empty();
+  if ((!rescaled && m->num_pservers() != config.cluster().num_pservers()) ||
       m->num_trainers() != config.cluster().num_trainers()) {
     return absl::FailedPreconditionError(absl::StrCat(
         *dir, " was taken with ", m->num_pservers(), " pservers and ",
@@ -65,15 +69,35 @@ absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config) {
           " (its trainers' positions would point at other rows)"));
     }
   }
-  if (absl::Status s = RestorePserverSnapshots(config, *dir); !s.ok()) {
+  if (absl::Status s = RestorePserverSnapshots(config, *dir, fleet); !s.ok()) {
     return s;
   }
   return *dir;
 }
 
+coord::FleetState FleetOfCheckpoint(const JobConfig& config,
+                                    const coord::CheckpointManifest& m) {
+  coord::FleetState fleet;
+  bool first_map = m.num_pservers() == config.cluster().num_pservers();
+  for (int s = 0; s < m.shard_owner_size() && first_map; ++s) {
+    first_map = m.shard_owner(s) == s % m.num_pservers();
+  }
+  if (first_map || m.shard_owner_size() == 0) return fleet;
+  fleet.set_size(m.num_pservers());
+  fleet.set_wanted(m.num_pservers());
+  *fleet.mutable_owner() = m.shard_owner();
+  return fleet;
+}
+
 absl::Status RestorePserverSnapshots(const JobConfig& config,
-                                     const std::string& dir) {
-  for (uint32_t i = 0; i < config.cluster().num_pservers(); ++i) {
+                                     const std::string& dir,
+                                     coord::FleetState* fleet) {
+  absl::StatusOr<coord::CheckpointManifest> m = ReadManifest(dir, false);
+  if (!m.ok()) return m.status();
+  *fleet = FleetOfCheckpoint(config, *m);
+  const uint32_t pservers =
+      fleet->owner().empty() ? config.cluster().num_pservers() : fleet->size();
+  for (uint32_t i = 0; i < pservers; ++i) {
     const std::string snapshot = absl::StrCat(dir, "/pserver-", i);  // as
     // PserverCheckpointDir lays it out
     const std::string data_dir = TableOptionsFromJob(config, i).data_dir;

@@ -73,10 +73,8 @@ std::string FleetLine(const coord::FleetStatus& f) {
   if (f.size() == 0) return "";  // a coordinator from before elasticity
   std::string out;
   if (f.wanted() != f.size() || f.shards_to_move() > 0) {
-    out = absl::StrFormat(
-        "fleet: rescaling %d -> %d pservers, %d shards to "
-        "move",
-        f.size(), f.wanted(), f.shards_to_move());
+    out = absl::StrFormat("fleet: rescaling to %d pservers, %d shards to move",
+                          f.wanted(), f.shards_to_move());
     if (!f.moving().empty())
       absl::StrAppend(&out, " (moving ", f.moving(), ")");
   } else if (f.shards_moved() > 0) {

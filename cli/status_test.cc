@@ -110,5 +110,43 @@ TEST(JobMetricsTest, CoordinatorRestartsFromItsIncarnations) {
   EXPECT_EQ(MetricValue("sampan_job_coordinator_restarts"), 3);
 }
 
+TEST(StatusTest, FleetLineFollowsARescale) {
+  coord::FleetStatus f;
+  EXPECT_EQ(FleetLine(f), "");  // a coordinator from before elasticity
+  f.set_size(2);
+  f.set_wanted(2);
+  EXPECT_EQ(FleetLine(f), "");  // never rescaled
+  f.set_size(4);
+  f.set_wanted(4);
+  f.set_shards_to_move(8);
+  f.set_moving("shard 5: pserver 0 -> 2");
+  f.set_shards_moved(3);
+  f.set_rows_moved(1200);
+  f.set_last_error("shard 7: pserver 1 -> 3: ImportShard: unavailable");
+  EXPECT_EQ(FleetLine(f),
+            "fleet: rescaling to 4 pservers, 8 shards to move (moving shard "
+            "5: pserver 0 -> 2); 3 shards (1200 rows) moved so far; last "
+            "failed move: shard 7: pserver 1 -> 3: ImportShard: unavailable");
+  f.set_shards_to_move(0);
+  f.clear_moving();
+  f.clear_last_error();
+  EXPECT_EQ(FleetLine(f),
+            "fleet: 4 pservers; 3 shards (1200 rows) moved so far");
+}
+
+TEST(JobMetricsTest, FleetGauges) {
+  JobMetrics metrics;
+  coord::JobStatusResponse s = Snapshot(1, 1, false);
+  s.mutable_fleet()->set_size(4);
+  s.mutable_fleet()->set_wanted(2);
+  s.mutable_fleet()->set_shards_to_move(16);
+  s.mutable_fleet()->set_shards_moved(18);
+  s.mutable_fleet()->set_rows_moved(90000);
+  metrics.Update(s, absl::FromUnixSeconds(1000));
+  EXPECT_EQ(MetricValue("sampan_job_fleet_shards_to_move"), 16);
+  EXPECT_EQ(MetricValue("sampan_job_fleet_shards_moved"), 18);
+  EXPECT_EQ(MetricValue("sampan_job_fleet_rows_moved"), 90000);
+}
+
 }  // namespace
 }  // namespace sampan

@@ -443,6 +443,7 @@ class CoordinatorImpl final : public CoordinatorService {
     for (const std::string& a : map.addresses) out->add_address(a);
   }
 
+ public:
   // Beside the checkpoints: on Kubernetes that is the job's shared volume,
   // which outlives the coordinator's pod. A config with neither (tests'
   // in-process coordinators) keeps no file.
@@ -453,6 +454,7 @@ class CoordinatorImpl final : public CoordinatorService {
     return absl::StrCat(CheckpointRoot(config), "/coordinator/", name);
   }
 
+ private:
   const JobConfig config_;
   const std::string launch_id_;
   const std::string state_file_;  // "" without a launch id
@@ -481,6 +483,24 @@ class CoordinatorImpl final : public CoordinatorService {
 std::unique_ptr<CoordinatorService> NewCoordinatorService(
     const JobConfig& config, const std::string& launch_id) {
   return std::make_unique<CoordinatorImpl>(config, launch_id);
+}
+
+absl::Status SeedCoordinatorState(const JobConfig& config,
+                                  const std::string& launch_id,
+                                  const coord::FleetState& fleet) {
+  const std::string file = CoordinatorImpl::StateFile(config, "state.pb");
+  if (file.empty()) {
+    return absl::FailedPreconditionError(
+        "a rescaled fleet needs output_dir or checkpoint.dir for the "
+        "coordinator's state");
+  }
+  coord::CoordinatorState state;
+  state.set_launch_id(launch_id);
+  *state.mutable_fleet() = fleet;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path(),
+                                      ec);
+  return WriteFileDurably(file, state.SerializeAsString());
 }
 
 }  // namespace sampan

@@ -22,7 +22,9 @@
 #define SAMPAN_COORDINATOR_COORDINATOR_H_
 
 #include <memory>
+#include <string>
 
+#include "absl/status/status.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "proto/job.pb.h"
 
@@ -58,6 +60,13 @@ class CoordinatorService : public coord::Coordinator::Service {
 
 std::unique_ptr<CoordinatorService> NewCoordinatorService(
     const JobConfig& config, const std::string& launch_id = "");
+
+// Writes the state a coordinator of launch `launch_id` starts from with
+// `fleet` as its fleet (a resume from a checkpoint of a rescaled fleet:
+// cli/resume.h). Call before the coordinator starts.
+absl::Status SeedCoordinatorState(const JobConfig& config,
+                                  const std::string& launch_id,
+                                  const coord::FleetState& fleet);
 
 }  // namespace sampan
 

@@ -37,8 +37,9 @@ class ServedPserver {
     builder.RegisterService(pserver_->service());
     server_ = builder.BuildAndStart();
     EXPECT_NE(port, 0);
-    stub_ = ps::SparseTable::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    address_ = absl::StrCat("127.0.0.1:", port);
+    stub_ = ps::SparseTable::NewStub(
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
   }
   ~ServedPserver() { Shutdown(); }
 
@@ -50,6 +51,7 @@ class ServedPserver {
   }
 
   Pserver& pserver() { return *pserver_; }
+  const std::string& address() const { return address_; }
   ps::SparseTable::Stub& stub() { return *stub_; }
 
   // Pushes `grads` (the table's row width per key) with one show each.
@@ -103,6 +105,7 @@ class ServedPserver {
   std::unique_ptr<Pserver> pserver_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<ps::SparseTable::Stub> stub_;
+  std::string address_;
 };
 
 // A fresh directory under the test's temporary one.

@@ -269,8 +269,11 @@ absl::StatusOr<std::vector<uint64_t>> CheckpointKeys(const JobConfig& config,
   absl::StatusOr<std::string> dir =
       ResolveCheckpoint(config.init_model(), /*verify=*/false);
   if (!dir.ok()) return Named(config, dir.status());
+  // Every pserver it has: a rescaled fleet's may be more or fewer.
+  absl::StatusOr<coord::CheckpointManifest> m = ReadManifest(*dir, false);
+  if (!m.ok()) return Named(config, m.status());
   std::vector<uint64_t> keys;
-  for (uint32_t i = 0; i < config.cluster().num_pservers(); ++i) {
+  for (uint32_t i = 0; i < m->num_pservers(); ++i) {
     absl::StatusOr<std::vector<uint64_t>> k =
         SnapshotKeys(absl::StrCat(*dir, "/pserver-", i),
                      TableOptionsFromJob(config, i).table_name, part, parts);
