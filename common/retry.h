@@ -14,12 +14,15 @@
 namespace sampan {
 
 // Failures that a later attempt may not meet: the server is down, slow or
-// shedding load. Anything else (a bad request) will fail again.
+// shedding load, or shut down with the call in flight (CANCELLED: a pserver
+// restarting or leaving a rescaled fleet; Sampan's clients never cancel
+// their own calls). Anything else (a bad request) will fail again.
 inline bool IsTransient(grpc::StatusCode code) {
   return code == grpc::StatusCode::UNAVAILABLE ||
          code == grpc::StatusCode::DEADLINE_EXCEEDED ||
          code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
-         code == grpc::StatusCode::ABORTED;
+         code == grpc::StatusCode::ABORTED ||
+         code == grpc::StatusCode::CANCELLED;
 }
 
 // Failures after which a call that must not run twice (Shrink) may be sent

@@ -428,7 +428,10 @@ class FleetImpl final : public Fleet {
           ps::DropShardResponse resp;
           const grpc::Status s = Stub(address)->DropShard(&ctx, req, &resp);
           done = s.ok();
-          if (!s.ok()) {
+          // Retried every 100 ms while the pserver is away: logged once a
+          // second.
+          if (!s.ok() && absl::Now() - last_drop_warning_ > absl::Seconds(1)) {
+            last_drop_warning_ = absl::Now();
             SAMPAN_LOG(WARNING) << "fleet: DropShard shard " << d.shard()
                                 << " table " << t << " at pserver " << d.from()
                                 << ": " << s.error_message() << " (retried)";
@@ -478,6 +481,7 @@ class FleetImpl final : public Fleet {
   uint64_t shards_moved_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_moved_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time last_drop_warning_ = absl::InfinitePast();  // mover thread only
   std::thread mover_;  // last: it reads everything above
 };
 

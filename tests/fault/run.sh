@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 bazel build --jobs=2 //cli:sampan //tests:ps_counter_load > /dev/null 2>&1 ||
   { echo "build failed: bazel build //cli:sampan //tests:ps_counter_load"; exit 1; }
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(pserver_kill trainer_kill hybrid_trainer_kill async_pserver_kill pserver_stop packet_loss disk_full scale)
+[ ${#cases[@]} -gt 0 ] || cases=(pserver_kill trainer_kill hybrid_trainer_kill async_pserver_kill pserver_stop packet_loss disk_full scale scale_kill)
 export FAULT_CACHE="${FAULT_CACHE:-/tmp/sampan-fault-cache}"
 summary=() failed=0
 for c in "${cases[@]}"; do

@@ -10,9 +10,10 @@
 // Pull fans out one request per pserver (split into requests of at most
 // max_keys_per_request keys) in parallel, each attempt with a deadline, and
 // waits for all of them. Failed attempts with a transient status
-// (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED) are retried
-// with exponential backoff until retry_timeout has passed; keys not read
-// yet are re-planned by a newer map that moved their shards.
+// (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, CANCELLED:
+// common/retry.h) are retried with exponential backoff until retry_timeout
+// has passed; keys not read yet are re-planned by a newer map that moved
+// their shards.
 //
 // PushAsync merges gradients into a bounded queue per pserver (gradients,
 // shows and clicks of the same key are summed) and returns at once. One
