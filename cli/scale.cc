@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/status.h"
+#include "cli/submit.h"
+#include "common/config.h"
 #include "common/flags.h"
 
 namespace sampan {
@@ -25,8 +27,8 @@ bool Done(const coord::JobStatusResponse& s, uint32_t wanted) {
 }  // namespace
 
 int ScaleMain(int argc, char** argv) {
-  auto flags =
-      Flags::Parse(argc, argv, 2, {"pservers", "coordinator", "wait_seconds"});
+  auto flags = Flags::Parse(
+      argc, argv, 2, {"pservers", "coordinator", "wait_seconds", "target"});
   if (!flags.ok()) {
     std::cerr << "error: " << flags.status().message() << "\n";
     return kExitUsage;
@@ -38,15 +40,31 @@ int ScaleMain(int argc, char** argv) {
       !absl::SimpleAtod(flags->Get("wait_seconds", "600"), &wait_seconds) ||
       wait_seconds < 0) {
     std::cerr << "usage: sampan scale JOB.yaml --pservers=N "
-                 "[--coordinator=HOST:PORT] [--wait_seconds=600]\n";
+                 "[--coordinator=HOST:PORT | --target=k8s] "
+                 "[--wait_seconds=600]\n";
+    return kExitUsage;
+  }
+  const std::string target = flags->Get("target", "local");
+  if (target != "local" && target != "k8s") {
+    std::cerr << "error: --target must be local or k8s, got " << target << "\n";
     return kExitUsage;
   }
   JobConfig config;
-  absl::StatusOr<std::unique_ptr<CoordinatorClient>> client =
-      ConnectToJob(flags->positional()[0], flags->Get("coordinator"), &config);
-  if (!client.ok()) {
-    std::cerr << "error: " << client.status().message() << "\n";
-    return absl::IsInvalidArgument(client.status()) ? kExitUsage : 1;
+  absl::StatusOr<std::unique_ptr<CoordinatorClient>> client;
+  if (target == "k8s") {
+    absl::StatusOr<JobConfig> loaded = LoadJobConfig(flags->positional()[0]);
+    if (!loaded.ok()) {
+      std::cerr << "error: " << loaded.status().message() << "\n";
+      return kExitUsage;
+    }
+    config = *loaded;
+  } else {
+    client = ConnectToJob(flags->positional()[0], flags->Get("coordinator"),
+                          &config);
+    if (!client.ok()) {
+      std::cerr << "error: " << client.status().message() << "\n";
+      return absl::IsInvalidArgument(client.status()) ? kExitUsage : 1;
+    }
   }
   if (pservers < 1 ||
       pservers > static_cast<int>(config.table().num_shards())) {
@@ -55,6 +73,9 @@ int ScaleMain(int argc, char** argv) {
               << "] (at most one pserver per shard: table.num_shards in "
               << flags->positional()[0] << "), got " << pservers << "\n";
     return kExitUsage;
+  }
+  if (target == "k8s") {
+    return ScaleOnKubernetes(config, pservers, wait_seconds);
   }
   absl::StatusOr<coord::ScaleResponse> asked = (*client)->Scale(pservers);
   if (!asked.ok()) {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "cli/render.h"
+#include "cli/render_pod.h"
 #include "common/config.h"
 #include "proto/job.pb.h"
 
@@ -100,6 +101,42 @@ constexpr char kRenderUsage[] =
     "       sampan render JOB.yaml --target=tls-names\n";
 constexpr char kSubmitUsage[] = "usage: sampan submit JOB.yaml [-o DIR]\n";
 
+// 0 when kubectl has a current context; otherwise says why and returns 1.
+int CheckKubectl(const std::string& nothing_done) {
+  // A current context is what kubectl would talk to; without one it would
+  // fall back to localhost:8080 and fail with a confusing message.
+  const int context =
+      RunCommand({"kubectl", "config", "current-context"}, true);
+  if (context == 127) {
+    std::cerr << "error: kubectl not found; " << nothing_done << "\n";
+    return 1;
+  }
+  if (context != 0) {
+    std::cerr << "error: no Kubernetes cluster configured (kubectl has no "
+                 "current context; set KUBECONFIG or run `kubectl config "
+                 "use-context`). "
+              << nothing_done << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+// The first line kubectl prints for `args`; "" when it fails.
+std::string KubectlOutput(const std::vector<std::string>& args) {
+  std::string cmd = "kubectl";
+  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+  FILE* pipe = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return "";
+  char line[256] = {0};
+  const bool read = fgets(line, sizeof(line), pipe) != nullptr;
+  if (pclose(pipe) != 0 || !read) return "";
+  std::string out = line;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
+    out.pop_back();
+  }
+  return out;
+}
+
 }  // namespace
 
 int RenderMain(int argc, char** argv) {
@@ -141,6 +178,50 @@ int RenderMain(int argc, char** argv) {
   return 0;
 }
 
+int ScaleOnKubernetes(const JobConfig& job, uint32_t pservers,
+                      double wait_seconds) {
+  absl::StatusOr<std::string> name = k8s::DnsName(job.name());
+  if (!name.ok()) {
+    std::cerr << "error: " << name.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (int rc = CheckKubectl("Nothing was scaled."); rc != 0) return rc;
+  const std::string statefulset = "statefulset/" + *name + "-pserver";
+  int current = 0;
+  if (!absl::SimpleAtoi(KubectlOutput({"get", statefulset, "-o",
+                                       "jsonpath={.spec.replicas}"}),
+                        &current)) {
+    std::cerr << "error: cannot read the replicas of " << statefulset
+              << " (is job " << job.name() << " submitted?)\n";
+    return 1;
+  }
+  const std::string replicas = absl::StrCat("--replicas=", pservers);
+  // Growing: the new pods first (they register; then shards move to them).
+  if (static_cast<int>(pservers) > current &&
+      RunCommand({"kubectl", "scale", statefulset, replicas}, false) != 0) {
+    std::cerr << "error: kubectl scale " << statefulset << " " << replicas
+              << " failed\n";
+    return 1;
+  }
+  // The coordinator listens on its pod's IP: ask it from inside the pod.
+  const int rc = RunCommand(
+      {"kubectl", "exec", "deploy/" + *name + "-coordinator", "--", "sh", "-c",
+       absl::StrCat("sampan scale ", k8s::kConfigDir, "/job.yaml --pservers=",
+                    pservers, " --wait_seconds=", wait_seconds,
+                    " --coordinator=$POD_IP:", job.kubernetes().grpc_port())},
+      false);
+  if (rc != 0) return rc;
+  // Shrinking: the pods that left own nothing by now.
+  if (static_cast<int>(pservers) < current &&
+      RunCommand({"kubectl", "scale", statefulset, replicas}, false) != 0) {
+    std::cerr << "error: the fleet is " << pservers << " pservers, but "
+              << "kubectl scale " << statefulset << " " << replicas
+              << " failed; run it again\n";
+    return 1;
+  }
+  return 0;
+}
+
 int SubmitMain(int argc, char** argv) {
   absl::StatusOr<RenderArgs> args = ParseRenderArgs(argc, argv);
   if (!args.ok()) return UsageError(args.status(), kSubmitUsage);
@@ -152,22 +233,11 @@ int SubmitMain(int argc, char** argv) {
     std::cerr << "error: " << s.message() << "\n";
     return 1;
   }
-  // A current context is what `kubectl apply` would talk to; without one it
-  // would fall back to localhost:8080 and fail with a confusing message.
-  const int context =
-      RunCommand({"kubectl", "config", "current-context"}, true);
-  if (context == 127) {
-    std::cerr << "error: kubectl not found; the objects are in " << args->out
-              << ", apply them with `kubectl apply -k " << args->out
-              << "` where kubectl is installed\n";
-    return 1;
-  }
-  if (context != 0) {
-    std::cerr << "error: no Kubernetes cluster configured (kubectl has no "
-                 "current context; set KUBECONFIG or run `kubectl config "
-                 "use-context`). Nothing was applied; the objects are in "
-              << args->out << "\n";
-    return 1;
+  if (int rc = CheckKubectl(absl::StrCat(
+          "Nothing was applied; the objects are in ", args->out,
+          " (apply them with `kubectl apply -k ", args->out, "`)"));
+      rc != 0) {
+    return rc;
   }
   const int rc = RunCommand({"kubectl", "apply", "-k", args->out}, false);
   if (rc != 0) {

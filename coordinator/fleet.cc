@@ -65,7 +65,7 @@ class FleetImpl final : public Fleet {
     } else {
       state_.set_size(options_.size);
       state_.set_wanted(options_.size);
-      for (uint32_t s = 0; s < options_.num_shards; ++s) {
+      for (uint32_t s = 0; s < options_.num_shards && options_.size > 0; ++s) {
         state_.add_owner(s % options_.size);
       }
     }

@@ -8,6 +8,7 @@ namespace sampan {
 std::vector<PlannedMove> PlanMoves(const std::vector<uint32_t>& owner,
                                    uint32_t size) {
   const uint32_t num_shards = owner.size();
+  if (size == 0) return {};  // no fleet (a coordinator of trainers only)
   std::vector<std::vector<uint32_t>> held(size);  // pserver -> shards
   std::vector<uint32_t> leaving;                  // shards of pservers >= size
   for (uint32_t s = 0; s < num_shards; ++s) {

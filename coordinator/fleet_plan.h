@@ -16,7 +16,8 @@ struct PlannedMove {
   uint32_t to = 0;
 };
 
-// `owner[s]` is shard s's pserver (any index); `size` >= 1. Pservers below
+// `owner[s]` is shard s's pserver (any index); `size` 0 plans nothing (a
+// job without pservers). Pservers below
 // `size` keep as many of their shards as their share allows (the larger
 // shares go to those that own most already); the rest, and every shard of a
 // pserver at `size` or above, go to the pservers below their share, lowest

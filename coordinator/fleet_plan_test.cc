@@ -59,6 +59,8 @@ TEST(FleetPlanTest, ShrinkMovesOnlyTheLeavingPserversShards) {
 TEST(FleetPlanTest, BalancedFleetOfTheSameSizeMovesNothing) {
   EXPECT_TRUE(PlanMoves(Initial(32, 3), 3).empty());
   EXPECT_TRUE(PlanMoves(Initial(7, 7), 7).empty());
+  // A coordinator of trainers only (collective tests) has no fleet.
+  EXPECT_TRUE(PlanMoves({}, 0).empty());
 }
 
 TEST(FleetPlanTest, ChainOfRescalesStaysBalancedAndMinimal) {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The fleet's throughput while it rescales (issue 19): the fault suite's LR
+# job (2 pservers, 2 trainers, RocksDB, 32 shards) trains; after BEFORE
+# seconds `sampan scale --pservers=TO` (default 2 -> 4) runs to the end,
+# then AFTER seconds more. Every 0.2 s a scraper sums each live pserver's
+# sampan_pserver_keys_total{method="Push"} increase (a pserver's counter
+# counts from its own start; one that is gone adds nothing), giving the
+# fleet's pushed keys/s. Prints the rate before the scale (median of 1 s
+# windows), the lowest 1 s window during it and the seconds spent below 50%
+# of the rate before (goal: none), the scale's duration, and writes
+# <job>/scale_rate.svg: keys/s over time with the scale marked.
+#   bazel build //cli:sampan //tests:ps_counter_load && bench/scale_rate.sh
+set -uo pipefail
+TO=${TO:-4}
+BEFORE=${BEFORE:-5}
+AFTER=${AFTER:-4}
+export FAULT_EPOCHS=${EPOCHS:-40}
+source "$(dirname "$0")/../tests/fault/lib.sh"
+trap cleanup_job EXIT
+
+job="$TMP/scale-rate"
+write_job "$job"
+start_job "$job" || exit 1
+# "unix-seconds keys-pushed-in-the-interval" every 0.2 s.
+python3 - "$job" $launcher > "$job/rate.tsv" <<'PY' &
+import glob, os, re, sys, time, urllib.request
+job, launcher = sys.argv[1], int(sys.argv[2])
+pat = re.compile(r'^sampan_pserver_keys_total\{method="Push"\} (\S+)$', re.M)
+last = {}
+def alive():
+    try: os.kill(launcher, 0); return True
+    except OSError: return False
+while alive():
+    added = 0.0
+    for f in glob.glob(f"{job}/metrics/pserver-*.port"):
+        try:
+            port = open(f).read().strip()
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=0.3).read().decode()
+            m = pat.search(body)
+        except Exception:
+            continue
+        if not m: continue
+        v = float(m.group(1))
+        key = (f, port)
+        if key in last and v >= last[key]: added += v - last[key]
+        last[key] = v
+    print(f"{time.time():.3f} {added:.0f}", flush=True)
+    time.sleep(0.2)
+PY
+scraper=$!
+sleep "$BEFORE"
+t0=$(date +%s.%N)
+"$SAMPAN" scale "$job.yaml" --pservers="$TO" --wait_seconds=300 > "$job/scale.out" 2>&1 ||
+  { echo "scale failed: $(cat "$job/scale.out")"; exit 1; }
+t1=$(date +%s.%N)
+sleep "$AFTER"
+kill -TERM $launcher; wait $launcher 2>/dev/null
+wait $scraper 2>/dev/null
+python3 - "$job" "$t0" "$t1" "$TO" <<'PY'
+import statistics, sys
+job, t0, t1, to = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+pts = [tuple(map(float, l.split())) for l in open(f"{job}/rate.tsv") if len(l.split()) == 2][1:]
+def window(a, b):  # keys/s over [a, b)
+    ks = sum(k for t, k in pts if a <= t < b)
+    return ks / (b - a)
+start = pts[0][0]
+before = statistics.median(window(t, t + 1) for t in [start + 0.2 * i for i in range(int((t0 - start - 1) / 0.2))])
+during = [(t, window(t, t + 1)) for t in [t0 + 0.2 * i for i in range(max(1, int((t1 - t0) / 0.2)))]]
+low_t, low = min(during, key=lambda p: p[1])
+below = 0.2 * sum(1 for t, r in during if r < 0.5 * before)
+after = statistics.median(window(t, t + 1) for t in [t1 + 0.5 + 0.2 * i for i in range(10)])
+print(f"2 -> {to} pservers in {t1 - t0:.1f} s; pushed keys/s: before {before:.0f}, "
+      f"lowest 1 s window during {low:.0f} ({low / before:.2f} of before, at +{low_t - t0:.1f} s), "
+      f"{below:.1f} s below 50%, after {after:.0f} ({after / before:.2f})")
+# The picture: keys/s per 0.2 s step, the scale shaded.
+W, H, pad = 800, 300, 40
+tmax = pts[-1][0] - start
+rmax = max(k / 0.2 for t, k in pts) * 1.1 or 1
+x = lambda t: pad + (t - start) / tmax * (W - 2 * pad)
+y = lambda r: H - pad - r / rmax * (H - 2 * pad)
+line = " ".join(f"{x(t):.1f},{y(k / 0.2):.1f}" for t, k in pts)
+svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+       f'<rect x="{x(t0):.1f}" y="{pad}" width="{x(t1) - x(t0):.1f}" height="{H - 2 * pad}" fill="#fde9c8"/>',
+       f'<text x="{x(t0) + 4:.1f}" y="{pad + 14}">sampan scale 2 -> {to} ({t1 - t0:.1f} s)</text>',
+       f'<line x1="{pad}" y1="{y(before / 2):.1f}" x2="{W - pad}" y2="{y(before / 2):.1f}" stroke="#c00" stroke-dasharray="4 3"/>',
+       f'<text x="{W - pad - 150}" y="{y(before / 2) - 4:.1f}" fill="#c00">50% of the rate before</text>',
+       f'<polyline fill="none" stroke="#1f5fa8" stroke-width="1.5" points="{line}"/>',
+       f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="#000"/>',
+       f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="#000"/>',
+       f'<text x="{W / 2 - 60}" y="{H - 8}">seconds since start ({tmax:.0f} s)</text>',
+       f'<text x="4" y="{pad - 8}">pushed keys/s (max {rmax:.0f})</text>', '</svg>']
+open(f"{job}/scale_rate.svg", "w").write("\n".join(svg))
+print(f"picture: {job}/scale_rate.svg")
+PY
