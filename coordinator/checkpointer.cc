@@ -239,15 +239,10 @@ class CheckpointerImpl final : public Checkpointer {
     fs::create_directories(dir, ec);
     if (ec) return absl::StrCat("cannot create ", dir, ": ", ec.message());
     // No shard moves from here to the manifest (coordinator/fleet.h).
-    absl::Mutex* ops = fleet_.ops();
-    if (ops != nullptr && !ops->LockWhenWithDeadline(absl::Condition::kTrue,
-                                                     round.start + timeout_)) {
-      ops->Unlock();
+    if (!fleet_.pause_moves(round.start + timeout_)) {
       return "a shard move outlasted the checkpoint timeout";
     }
-    absl::Cleanup unlock = [ops] {
-      if (ops != nullptr) ops->Unlock();
-    };
+    absl::Cleanup resume = [this] { fleet_.resume_moves(); };
     const ShardMap map = fleet_.map();
     for (size_t i = 0; i < map.addresses.size(); ++i) {
       std::string error = SnapshotPserver(i, map.addresses[i], round, dir);

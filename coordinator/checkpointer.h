@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/shard_map.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/coordinator.pb.h"
@@ -48,12 +48,15 @@ struct CheckpointFence {
 
 // What a checkpoint snapshots: `map` gives the fleet's pservers (addresses,
 // "" for one not registered) and shard owners, which the manifest records;
-// `ops` (coordinator/fleet.h ops_mu(), may be null) is held from reading the
-// map to the manifest, so that no shard moves meanwhile. Both are called
-// without the checkpointer's lock.
+// `pause_moves` (coordinator/fleet.h PauseMoves) is called before the map is
+// read and `resume_moves` after the manifest is written, so that no shard
+// moves meanwhile. All are called without the checkpointer's lock.
 struct CheckpointFleet {
   std::function<ShardMap()> map;
-  std::function<absl::Mutex*()> ops = [] { return nullptr; };
+  std::function<bool(absl::Time deadline)> pause_moves = [](absl::Time) {
+    return true;
+  };
+  std::function<void()> resume_moves = [] {};
 };
 
 class Checkpointer {

@@ -119,7 +119,20 @@ class FleetImpl final : public Fleet {
     return state_;
   }
 
-  absl::Mutex* ops_mu() override { return &ops_mu_; }
+  bool PauseMoves(absl::Time deadline) override {
+    absl::MutexLock lock(&mu_);
+    ++pauses_;
+    auto idle = [this]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !stepping_; };
+    if (mu_.AwaitWithDeadline(absl::Condition(&idle), deadline)) return true;
+    --pauses_;
+    return false;
+  }
+
+  void ResumeMoves() override {
+    absl::MutexLock lock(&mu_);
+    --pauses_;
+  }
 
   grpc::Status Scale(const coord::ScaleRequest& req,
                      coord::ScaleResponse* resp) override {
@@ -193,10 +206,21 @@ class FleetImpl final : public Fleet {
   // One round of the mover: owed assignments, owed drops, then the next
   // move or the shrink that ends a rescale. True when a move succeeded.
   bool Step() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (pauses_ > 0) return false;  // a checkpoint snapshots
+      stepping_ = true;
+    }
+    const bool moved = StepUnpaused();
+    absl::MutexLock lock(&mu_);
+    stepping_ = false;
+    return moved;
+  }
+
+  bool StepUnpaused() {
     if (options_.superseded()) return false;
     SendOwed();
     if (!DropCopies()) return false;  // a pserver is down: wait for it
-    absl::MutexLock ops(&ops_mu_);
     std::optional<coord::ShardMove> move;
     {
       absl::MutexLock lock(&mu_);
@@ -469,8 +493,6 @@ class FleetImpl final : public Fleet {
 
   FleetOptions options_;
   IdSource versions_;
-  // Held by a move from freeze to drop and by a checkpoint's snapshots.
-  absl::Mutex ops_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   coord::FleetState state_ ABSL_GUARDED_BY(mu_);
   ShardMap map_ ABSL_GUARDED_BY(mu_);  // owners from state_, addresses
@@ -481,6 +503,9 @@ class FleetImpl final : public Fleet {
   uint64_t shards_moved_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_moved_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // PauseMoves calls not resumed yet; no step starts while there is one.
+  int pauses_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stepping_ ABSL_GUARDED_BY(mu_) = false;  // a step (move, drops) runs
   absl::Time last_drop_warning_ = absl::InfinitePast();  // mover thread only
   std::thread mover_;  // last: it reads everything above
 };

@@ -21,8 +21,10 @@
 //    owner holding every acknowledged push, through any SIGKILL of source,
 //    target or coordinator: a coordinator that finds a move unfinished in
 //    its state abandons it the same way.
-//  - A move holds ops_mu() from the freeze to the drop; the checkpointer
-//    holds it while it snapshots, so no checkpoint sees half a move.
+//  - Moves pause for checkpoints: PauseMoves waits for the step under way
+//    (a move and its drop) to end and starts no other until ResumeMoves,
+//    so no checkpoint sees half a move, and a checkpoint waits for at most
+//    one move.
 //  - Scaling down moves the leaving pservers' shards off, then shrinks the
 //    fleet; the launcher (or Kubernetes) stops those pservers once
 //    JobStatus shows the smaller size.
@@ -30,8 +32,8 @@
 //    epoch; a superseded coordinator (options.superseded) starts no step.
 //
 // Thread-safe: one mutex guards the state; no pserver is called while it
-// is held. Lock order: ops_mu() before the fleet's mutex, and the fleet's
-// before whatever options.save takes.
+// is held. Lock order: the fleet's mutex before whatever options.save
+// takes.
 #ifndef SAMPAN_COORDINATOR_FLEET_H_
 #define SAMPAN_COORDINATOR_FLEET_H_
 
@@ -92,7 +94,10 @@ class Fleet {
                              coord::ScaleResponse* response) = 0;
   virtual coord::FleetStatus Status() const = 0;
   virtual coord::FleetState State() const = 0;
-  virtual absl::Mutex* ops_mu() = 0;
+  // True once no move or drop runs and none will start until ResumeMoves;
+  // false (not paused) if the one under way outlasts `deadline`.
+  virtual bool PauseMoves(absl::Time deadline) = 0;
+  virtual void ResumeMoves() = 0;
 };
 
 }  // namespace sampan

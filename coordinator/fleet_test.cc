@@ -1,7 +1,8 @@
 // The fleet's moves between real pservers on loopback ports (memory
 // tables): a rescale up and down moves the rows and the ownership with the
-// fewest moves, each shard ends on exactly one pserver, bad sizes and a
-// second rescale are refused, a move a previous coordinator left unfinished
+// fewest moves, each shard ends on exactly one pserver, no move starts
+// while a checkpoint has paused them, bad sizes and a second rescale are
+// refused, a move a previous coordinator left unfinished
 // is abandoned (its partial copy dropped), and a state that cannot be saved
 // changes nothing.
 #include "coordinator/fleet.h"
@@ -179,6 +180,25 @@ TEST_F(FleetTest, RescalesUpAndDownMovingRowsAndOwnership) {
   // The rows of the shards that went out and came back, counted twice.
   EXPECT_EQ(fleet->Status().rows_moved(),
             2 * (Rows(*ps_[0]) + Rows(*ps_[1]) - stayed));
+}
+
+TEST_F(FleetTest, NoMoveWhilePausedForACheckpoint) {
+  auto fleet = Fleet::Create(Options(), coord::FleetState());
+  Register(*fleet, *ps_[0], 0);
+  Register(*fleet, *ps_[1], 1);
+  ASSERT_TRUE(fleet->PauseMoves(absl::Now() + absl::Seconds(5)));
+  coord::ScaleRequest req;
+  req.set_num_pservers(3);
+  coord::ScaleResponse resp;
+  ASSERT_TRUE(fleet->Scale(req, &resp).ok());
+  Register(*fleet, *ps_[2], 2);
+  const uint64_t version = fleet->Map().version;
+  absl::SleepFor(absl::Milliseconds(400));
+  EXPECT_EQ(fleet->Status().shards_moved(), 0u);
+  EXPECT_EQ(fleet->Map().version, version);  // not even a freeze
+  fleet->ResumeMoves();
+  ASSERT_TRUE(Settled(*fleet, 3)) << fleet->Status().DebugString();
+  EXPECT_EQ(fleet->Status().shards_moved(), resp.shards_to_move());
 }
 
 TEST_F(FleetTest, RefusesBadSizesAndASecondRescale) {
