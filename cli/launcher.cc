@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "cli/child_process.h"
 #include "cli/coordinator_outages.h"
 #include "cli/job_summary.h"
 #include "cli/progress.h"
@@ -42,60 +43,6 @@ namespace {
 
 volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
-
-struct Child {
-  std::string name;  // "pserver-1"
-  std::string log_path;
-  pid_t pid = -1;
-  bool is_trainer = false;
-  bool exited = false;
-  int status = 0;
-  std::vector<std::string> args;  // as passed to `sampan`
-  // A pserver whose table is durable comes back after a crash on a new port
-  // (its clients retry meanwhile and follow the coordinator's shard map to
-  // it); serving comes back on its port; a trainer of a job that takes
-  // checkpoints comes back at its checkpointed data position. <= 0 means
-  // never restarted.
-  int restarts_left = 0;
-  std::string port_file;
-  // A pserver the fleet no longer has (`sampan scale` down): stopped on
-  // purpose, its exit is expected.
-  bool retired = false;
-};
-
-std::string LastLines(const std::string& path, int n) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (static_cast<int>(lines.size()) > n) lines.pop_front();
-  }
-  std::string out;
-  for (const std::string& l : lines) absl::StrAppend(&out, "    ", l, "\n");
-  return out;
-}
-
-// Replaces --name=... in `args` with --name=value (none when value is "").
-void SetFlag(std::vector<std::string>* args, const std::string& name,
-             const std::string& value) {
-  const std::string prefix = "--" + name + "=";
-  args->erase(std::remove_if(args->begin(), args->end(),
-                             [&](const std::string& a) {
-                               return a.rfind(prefix, 0) == 0;
-                             }),
-              args->end());
-  if (!value.empty()) args->push_back(prefix + value);
-}
-
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status))
-    return absl::StrCat("exit status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return "stopped";
-}
 
 class Launcher {
  public:
@@ -353,7 +300,7 @@ class Launcher {
   void Launch(Child& child, int log_mode) {
     const pid_t parent = getpid();
     const pid_t pid = fork();
-    if (pid == 0) ExecChild(child, child.args, parent, log_mode);
+    if (pid == 0) ExecChild(child, parent, log_mode);
     child.pid = pid;
     child.exited = false;
   }
@@ -460,30 +407,6 @@ class Launcher {
     }
     ++trainer_restarts_;
     return true;
-  }
-
-  // Runs in the forked child; never returns.
-  [[noreturn]] static void ExecChild(const Child& child,
-                                     const std::vector<std::string>& args,
-                                     pid_t parent, int log_mode) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);  // the launcher died before prctl
-    setpgid(0, 0);  // Ctrl-C reaches the launcher only; it stops us in order
-    const int fd = open(child.log_path.c_str(),
-                        O_WRONLY | O_CREAT | log_mode | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    std::vector<char*> argv;
-    std::string self = "sampan";
-    argv.push_back(self.data());
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    std::fprintf(stderr, "exec failed: %s\n", std::strerror(errno));
-    _exit(127);
   }
 
   std::string WaitForCoordinator(const std::string& port_file) {

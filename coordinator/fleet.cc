@@ -1,6 +1,9 @@
 #include "coordinator/fleet.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -45,7 +48,7 @@ class FleetImpl final : public Fleet {
     if (!options_.credentials) {
       options_.credentials = grpc::InsecureChannelCredentials();
     }
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (resumed.owner_size() == static_cast<int>(options_.num_shards) &&
         resumed.size() >= 1) {
       state_ = resumed;
@@ -77,15 +80,16 @@ class FleetImpl final : public Fleet {
 
   ~FleetImpl() override {
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
+    cv_.notify_all();
     mover_.join();
   }
 
   absl::StatusOr<coord::ShardAssignment> Register(
       uint32_t index, const std::string& address) override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (index >= state_.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("pserver ", index, " is not in the fleet of ",
@@ -105,32 +109,33 @@ class FleetImpl final : public Fleet {
   }
 
   ShardMap Map() const override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return map_;
   }
 
   uint32_t size() const override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return state_.size();
   }
 
   coord::FleetState State() const override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return state_;
   }
 
   bool PauseMoves(absl::Time deadline) override {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     ++pauses_;
-    auto idle = [this]()
-                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !stepping_; };
-    if (mu_.AwaitWithDeadline(absl::Condition(&idle), deadline)) return true;
+    if (cv_.wait_until(lock, absl::ToChronoTime(deadline),
+                       [this] { return !stepping_; })) {
+      return true;
+    }
     --pauses_;
     return false;
   }
 
   void ResumeMoves() override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     --pauses_;
   }
 
@@ -143,7 +148,7 @@ class FleetImpl final : public Fleet {
           absl::StrCat("Scale: num_pservers must be in [1, ",
                        options_.num_shards, "] (table.num_shards), got ", n));
     }
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     resp->set_from_pservers(state_.size());
     const size_t left = PlanMoves(Owners(state_), state_.wanted()).size();
     if (n == state_.wanted()) {  // nothing new (or a retried call)
@@ -175,7 +180,7 @@ class FleetImpl final : public Fleet {
   }
 
   coord::FleetStatus Status() const override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     coord::FleetStatus s;
     s.set_size(state_.size());
     s.set_wanted(state_.wanted());
@@ -189,17 +194,18 @@ class FleetImpl final : public Fleet {
 
  private:
   void Run() {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     bool busy = false;
     while (!stop_) {
       // Moves follow each other at once; otherwise a look every 100 ms.
       if (!busy) {
-        mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Milliseconds(100));
+        cv_.wait_for(lock, std::chrono::milliseconds(100),
+                     [this] { return stop_; });
       }
       if (stop_) break;
-      mu_.Unlock();
+      lock.unlock();
       busy = Step();
-      mu_.Lock();
+      lock.lock();
     }
   }
 
@@ -207,13 +213,16 @@ class FleetImpl final : public Fleet {
   // move or the shrink that ends a rescale. True when a move succeeded.
   bool Step() {
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (pauses_ > 0) return false;  // a checkpoint snapshots
       stepping_ = true;
     }
     const bool moved = StepUnpaused();
-    absl::MutexLock lock(&mu_);
-    stepping_ = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stepping_ = false;
+    }
+    cv_.notify_all();  // a checkpoint may wait for it
     return moved;
   }
 
@@ -223,7 +232,7 @@ class FleetImpl final : public Fleet {
     if (!DropCopies()) return false;  // a pserver is down: wait for it
     std::optional<coord::ShardMove> move;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (absl::Now() < retry_at_) return false;
       std::vector<PlannedMove> plan =
           PlanMoves(Owners(state_), state_.wanted());
@@ -239,7 +248,7 @@ class FleetImpl final : public Fleet {
       move = MoveOf(p.shard, p.from, p.to);
     }
     const absl::Status s = Move(*move);
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (s.ok()) {
       backoff_ = options_.retry_backoff;
       last_error_.clear();
@@ -257,7 +266,7 @@ class FleetImpl final : public Fleet {
   absl::Status Move(const coord::ShardMove& m) {
     const absl::Time start = absl::Now();
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       coord::FleetState next = state_;
       *next.mutable_moving() = m;
       if (absl::Status s = CommitLocked(next); !s.ok()) return s;
@@ -278,7 +287,7 @@ class FleetImpl final : public Fleet {
       copy.metadata_value = absl::StrCat(options_.coordinator_epoch);
       std::unique_ptr<ps::SparseTable::Stub> from, to;
       {
-        absl::MutexLock lock(&mu_);
+        std::lock_guard<std::mutex> lock(mu_);
         copy.shard_map_version = map_.version;
         from = Stub(map_.addresses[m.from()]);
         to = Stub(map_.addresses[m.to()]);
@@ -288,7 +297,7 @@ class FleetImpl final : public Fleet {
       rows += *copied;
     }
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (options_.superseded()) {
         return absl::UnavailableError("superseded before the flip");
       }
@@ -317,7 +326,7 @@ class FleetImpl final : public Fleet {
   // unfrozen, and the target's copy is dropped. Returns `why`.
   absl::Status Abandon(const coord::ShardMove& m, absl::Status why) {
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       coord::FleetState next = state_;
       next.clear_moving();
       *next.add_drops() = MoveOf(m.shard(), m.to(), m.from());
@@ -389,7 +398,7 @@ class FleetImpl final : public Fleet {
     ps::SetShardsRequest req;
     std::string address;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (index >= state_.size()) return absl::OkStatus();
       const coord::ShardAssignment a = AssignmentLocked(index);
       req.set_shard_map_version(a.shard_map_version());
@@ -404,7 +413,7 @@ class FleetImpl final : public Fleet {
       ps::SetShardsResponse resp;
       s = Stub(address)->SetShards(&ctx, req, &resp);
     }
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (s.ok()) {
       owed_.erase(index);
       return absl::OkStatus();
@@ -418,7 +427,7 @@ class FleetImpl final : public Fleet {
   void SendOwed() {
     std::set<uint32_t> owed;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       owed = owed_;
     }
     for (uint32_t p : owed) SendAssignment(p).IgnoreError();
@@ -428,14 +437,14 @@ class FleetImpl final : public Fleet {
   bool DropCopies() {
     std::vector<coord::ShardMove> drops;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       drops.assign(state_.drops().begin(), state_.drops().end());
     }
     for (const coord::ShardMove& d : drops) {
       std::string address;
       uint64_t version;
       {
-        absl::MutexLock lock(&mu_);
+        std::lock_guard<std::mutex> lock(mu_);
         if (d.from() < state_.size()) address = map_.addresses[d.from()];
         version = map_.version;
       }
@@ -463,7 +472,7 @@ class FleetImpl final : public Fleet {
         }
       }
       if (!done) continue;
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       coord::FleetState next = state_;
       auto* list = next.mutable_drops();
       for (int i = 0; i < list->size(); ++i) {
@@ -475,7 +484,7 @@ class FleetImpl final : public Fleet {
       }
       if (!CommitLocked(next).ok()) return false;
     }
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return state_.drops_size() == 0;
   }
 
@@ -493,7 +502,10 @@ class FleetImpl final : public Fleet {
 
   FleetOptions options_;
   IdSource versions_;
-  mutable absl::Mutex mu_;
+  // std::mutex rather than absl::Mutex, so that ThreadSanitizer sees it
+  // (Debian's Abseil is not built for it). cv_: stop_ or stepping_ changed.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
   coord::FleetState state_ ABSL_GUARDED_BY(mu_);
   ShardMap map_ ABSL_GUARDED_BY(mu_);  // owners from state_, addresses
   std::set<uint32_t> owed_ ABSL_GUARDED_BY(mu_);  // SetShards to resend

@@ -44,7 +44,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/shard_map.h"
 #include "grpcpp/grpcpp.h"
