@@ -81,10 +81,10 @@ def parse_proto(path):
     """Returns (messages, enums, docs): fields per message, values per enum,
     and the comment above each message or enum."""
     messages, enums, docs = {}, {}, {}
-    # `group` is the comment over a run of fields with no blank line
-    # between them ("// Adam: moment decay rates and epsilon." over three
-    # fields); a field without its own comment inherits it.
-    stack, comment, group = [], [], ""
+    # A field's text is its own comment: the lines right above it and a
+    # trailing one. (Letting a field inherit the comment over a run of
+    # fields gave `cluster`, `model` and `table` the text of `name`.)
+    stack, comment = [], []
     with open(path) as f:
         for line in f:
             text = line.strip()
@@ -105,17 +105,14 @@ def parse_proto(path):
                 comment = []
                 continue
             if not text or not stack:
-                comment, group = [], ""
+                comment = []
                 continue
             kind, name = stack[-1]
-            if comment:
-                group = " ".join(comment)
             if kind == "message":
                 m = FIELD.match(line)
                 if m:
                     repeated, ftype, fname, _, trailing = m.groups()
-                    doc = " ".join((comment or ([group] if group else [])) +
-                                   ([trailing] if trailing else []))
+                    doc = " ".join(comment + ([trailing] if trailing else []))
                     messages[name].append(
                         {"name": fname, "type": ftype,
                          "repeated": bool(repeated), "doc": doc})
@@ -227,6 +224,12 @@ def main():
     messages, enums, docs = parse_proto(sys.argv[2])
     if "JobConfig" not in messages:
         sys.exit("no message JobConfig in " + sys.argv[2])
+    # Every field says what it is, in its own words.
+    bare = ["%s.%s" % (msg, f["name"]) for msg, fields in messages.items()
+            for f in fields if not f["doc"]]
+    if bare:
+        sys.exit("%s: fields without a comment of their own (the line above "
+                 "or a trailing one): %s" % (sys.argv[2], ", ".join(bare)))
     sys.stdout.write(render(messages, enums, docs, defaults(sys.argv[1])))
 
 

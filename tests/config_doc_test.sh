@@ -2,7 +2,9 @@
 # docs/config.md is the reference of every job config field:
 #   1. regenerating it from proto/job.proto and the loader's defaults gives
 #      the committed file (so a field added to job.proto without updating the
-#      page fails here, naming the field);
+#      page fails here, naming the field); every field has a comment of its
+#      own (the generator refuses one without) and no two fields of a
+#      message read the same;
 #   2. every preset in configs/ passes `sampan validate`, and renders for
 #      Kubernetes when it has a TLS Secret (render refuses the others).
 set -uo pipefail
@@ -14,7 +16,14 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 python3 "$RUNFILES/tests/config_doc_gen.py" "$SAMPAN" "$RUNFILES/proto/job.proto" \
-  > "$TMP/config.md" || fail "generator failed"
+  > "$TMP/config.md" 2> "$TMP/gen.err" || fail "generator failed: $(cat "$TMP/gen.err")"
+# Each field's text is its own comment: no two fields of a message share
+# one (a generator that let a field inherit its neighbour's gave `cluster`,
+# `model` and `table` the text of `name`).
+dups=$(grep -E '^\| `[a-z_.]+` \|' "$TMP/config.md" |
+  awk -F' \\| ' '{ key = $1; sub(/[a-z_]+`$/, "", key); k = key SUBSEP $4 }
+       $4 != "&nbsp; |" && (k in seen) { print seen[k] " and " $1 } { seen[k] = $1 }')
+[ -z "$dups" ] || fail "fields of one message with the same text: $dups"
 if ! diff -u "$RUNFILES/docs/config.md" "$TMP/config.md" > "$TMP/diff"; then
   missing=$(grep '^+| `' "$TMP/diff" | cut -d'`' -f2 | tr '\n' ' ')
   fail "docs/config.md is out of date with proto/job.proto${missing:+ (undocumented or changed: $missing)}.
