@@ -39,6 +39,7 @@
 #include "sparse_table/job_options.h"
 #include "trainer/data/synthetic.h"
 #include "trainer/eval_job.h"
+#include "trainer/input_queue.h"
 #include "trainer/local_job.h"
 #include "trainer/trainer.h"
 #include "trainer/warm_start.h"
@@ -390,6 +391,20 @@ int ValidateMain(int argc, char** argv) {
   if (absl::Status s = CheckInitModel(*config).status(); !s.ok()) {
     return ConfigError(
         absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+  }
+  // The files, opened as the trainers will (a gzip file split by byte
+  // range is refused here, not when `run` starts), where they are present:
+  // a job validated away from its data (Kubernetes volumes) is not failed.
+  bool files_here = config->data().synthetic().rows() == 0;
+  for (const std::string& f : config->data().train_files()) {
+    std::error_code ec;
+    files_here = files_here && std::filesystem::exists(f, ec);
+  }
+  if (files_here && config->data().stream().root().empty()) {
+    if (absl::Status s = InputQueue::CheckFiles(*config); !s.ok()) {
+      return ConfigError(
+          absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+    }
   }
   std::cout << argv[2] << ": ok (" << ModelType_Name(config->model().type())
             << ", " << config->cluster().num_pservers() << " pservers, "

@@ -90,4 +90,15 @@ err=$("$SAMPAN" validate "$bad.yaml" 2>&1); rc=$?
 [ $rc -eq 2 ] && [ ! -d "$bad/logs" ] && pass "run refuses it before starting anything" \
   || fail "run of validation_fraction: exit $rc"
 
+# One gzip file cannot be split by byte range among several trainers:
+# validate says so (and the way out), as run would.
+gz="$TMP/gz"
+gzip -c "$data/train.avazu" > "$data/train.avazu.gz"
+sed "s|$data/train.avazu|$data/train.avazu.gz|; s|$TMP/lr-avazu|$gz|" "$TMP/lr-avazu.yaml" > "$gz.yaml"
+err=$("$SAMPAN" validate "$gz.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "a gzip file cannot be split into 2 byte ranges" <<< "$err" \
+  && grep -q "data.split: BY_FILE" <<< "$err" \
+  && pass "validate refuses one gzip file split among 2 trainers, naming BY_FILE" \
+  || fail "validate of a split gzip file: exit $rc: $err"
+
 finish
