@@ -1,10 +1,13 @@
 #include "pserver/shard_mover.h"
 
 #include <cstring>
+#include <functional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/thread_priority.h"
 
 namespace sampan {
 namespace {
@@ -70,6 +73,20 @@ Status FromProto(const ps::ShardChunk& msg, ShardChunk* c) {
   return Status::OK;
 }
 
+// Runs `work` on a thread of its own at background priority, and waits.
+// A move's table scans and writes can wait; the pulls and pushes that keep
+// the trainers going cannot (on a busy machine a move's scans took the CPU
+// of the training it serves). The stream objects `work` uses are the
+// handler's, which blocks meanwhile, so no two threads use them at once.
+grpc::Status AtBackgroundPriority(const std::function<grpc::Status()>& work) {
+  grpc::Status result;
+  std::thread([&] {
+    SetCurrentThreadNice(kMoveNice);
+    result = work();
+  }).join();
+  return result;
+}
+
 }  // namespace
 
 Status CheckTableId(const char* rpc, uint32_t table_id, size_t num_tables) {
@@ -125,6 +142,13 @@ Status ShardMover::SetShards(grpc::ServerContext& ctx,
 Status ShardMover::Export(grpc::ServerContext& ctx,
                           const ps::ExportShardRequest& req,
                           grpc::ServerWriterInterface<ps::ShardChunk>* writer) {
+  return AtBackgroundPriority(
+      [&] { return ExportAtLowPriority(ctx, req, writer); });
+}
+
+Status ShardMover::ExportAtLowPriority(
+    grpc::ServerContext& ctx, const ps::ExportShardRequest& req,
+    grpc::ServerWriterInterface<ps::ShardChunk>* writer) {
   const absl::Time start = absl::Now();
   if (Status s = CheckTableId("ExportShard", req.table_id(), tables_.size());
       !s.ok()) {
@@ -203,7 +227,8 @@ Status ShardMover::Import(
   }
   const uint32_t table = req.table_id(), shard = req.shard();
   uint64_t rows = 0;
-  Status st = ImportInto(ctx, req, reader, &rows);
+  Status st =
+      AtBackgroundPriority([&] { return ImportInto(ctx, req, reader, &rows); });
   if (!st.ok()) {
     SAMPAN_LOG(WARNING) << "import of shard " << shard << " of table " << table
                         << " (left empty): " << st.error_message();
@@ -290,8 +315,11 @@ Status ShardMover::Drop(grpc::ServerContext& ctx,
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<uint64_t> dropped =
-      tables_[req.table_id()]->DropShard(req.shard());
+  absl::StatusOr<uint64_t> dropped;
+  AtBackgroundPriority([&] {
+    dropped = tables_[req.table_id()]->DropShard(req.shard());
+    return Status::OK;
+  }).IgnoreError();
   if (!dropped.ok()) return FromTable("DropShard", dropped.status());
   resp->set_rows(*dropped);
   SAMPAN_LOG(INFO) << "dropped shard " << req.shard() << " of table "

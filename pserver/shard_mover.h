@@ -4,7 +4,9 @@
 // Validates each request, holds the shard's move slot in ShardOwnership
 // while it runs, streams the table's ShardChunks, and counts
 // sampan_pserver_shard_move_* metrics. Runs on gRPC's synchronous threads
-// (each call may block for the length of a shard). Thread-safe.
+// (each call may block for the length of a shard); the table work of an
+// export, import or drop runs on a thread of its own at nice kMoveNice, so
+// that pulls and pushes come first on a busy machine. Thread-safe.
 #ifndef SAMPAN_PSERVER_SHARD_MOVER_H_
 #define SAMPAN_PSERVER_SHARD_MOVER_H_
 
@@ -18,6 +20,11 @@
 #include "sparse_table/sparse_table.h"
 
 namespace sampan {
+
+// Nice value of a move's table work (common/thread_priority.h): weight 335
+// against 1024 for nice 0, a quarter of a busy core's share; all of an
+// idle one.
+inline constexpr int kMoveNice = 5;
 
 // INVALID_ARGUMENT naming `rpc` unless table_id < num_tables.
 grpc::Status CheckTableId(const char* rpc, uint32_t table_id,
@@ -47,6 +54,9 @@ class ShardMover {
  private:
   // Holds (table, shard)'s move slot and the shards_moving gauge.
   class Slot;
+  grpc::Status ExportAtLowPriority(
+      grpc::ServerContext& ctx, const ps::ExportShardRequest& req,
+      grpc::ServerWriterInterface<ps::ShardChunk>* writer);
   // Import's work once the first message named the shard.
   grpc::Status ImportInto(
       grpc::ServerContext& ctx, ps::ImportShardRequest& req,

@@ -143,11 +143,14 @@ class Fleet {
 
   // Freezes `shard` where it is for `hold`, then unfreezes it (a move that
   // was called off): what clients meet while a shard is being copied.
-  void FreezeFor(uint32_t shard, absl::Duration hold) {
+  // Notifies `in_force` (when given) once the freeze is.
+  void FreezeFor(uint32_t shard, absl::Duration hold,
+                 absl::Notification* in_force = nullptr) {
     const ShardMap map = Map();
     const uint32_t owner = map.owner[shard];
     ASSERT_TRUE(
         SetShards(owner, map.version + 1, map.ShardsOf(owner), {shard}).ok());
+    if (in_force != nullptr) in_force->Notify();
     absl::SleepFor(hold);
     ASSERT_TRUE(
         SetShards(owner, map.version + 1, map.ShardsOf(owner), {}).ok());
@@ -348,12 +351,14 @@ TEST_P(PsClientMoveTest, FrozenShardIsRetriedWithBackoffNotSpun) {
   const std::vector<uint64_t> keys = Keys(4);
   std::vector<float> grads(keys.size(), -1), ones(keys.size(), 1),
       zeros(keys.size(), 0);
-  absl::Notification frozen;
+  absl::Notification in_force, frozen;
   std::thread freezer([&] {
-    fleet.FreezeFor(0, absl::Milliseconds(1500));
+    fleet.FreezeFor(0, absl::Milliseconds(1500), &in_force);
     frozen.Notify();
   });
-  absl::SleepFor(absl::Milliseconds(100));
+  // (A fixed 100 ms sleep here let the push land before a slow freeze on a
+  // loaded machine.)
+  in_force.WaitForNotification();
   ASSERT_TRUE(client->PushAsync(keys, grads, ones, zeros).ok());
   ASSERT_TRUE(client->Flush().ok());
   EXPECT_TRUE(frozen.HasBeenNotified());  // it waited for the thaw
