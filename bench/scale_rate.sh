@@ -101,23 +101,7 @@ ex_after = statistics.median(window(t, t + 2, ex_pts) for t in [t1 + 0.5 + 0.2 *
 print(f"examples/s: before {ex_before:.0f}, lowest 2 s window during {min(ex_during):.0f} "
       f"({min(ex_during) / ex_before:.2f}), median during {statistics.median(ex_during):.0f} "
       f"({statistics.median(ex_during) / ex_before:.2f}), after {ex_after:.0f} ({ex_after / ex_before:.2f})")
-# The picture: keys/s per 0.2 s step, the scale shaded.
-W, H, pad = 800, 300, 40
-tmax = pts[-1][0] - start
-rmax = max(k / 0.2 for t, k in pts) * 1.1 or 1
-x = lambda t: pad + (t - start) / tmax * (W - 2 * pad)
-y = lambda r: H - pad - r / rmax * (H - 2 * pad)
-line = " ".join(f"{x(t):.1f},{y(k / 0.2):.1f}" for t, k in pts)
-svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-       f'<rect x="{x(t0):.1f}" y="{pad}" width="{x(t1) - x(t0):.1f}" height="{H - 2 * pad}" fill="#fde9c8"/>',
-       f'<text x="{x(t0) + 4:.1f}" y="{pad + 14}">sampan scale 2 -> {to} ({t1 - t0:.1f} s)</text>',
-       f'<line x1="{pad}" y1="{y(before / 2):.1f}" x2="{W - pad}" y2="{y(before / 2):.1f}" stroke="#c00" stroke-dasharray="4 3"/>',
-       f'<text x="{W - pad - 150}" y="{y(before / 2) - 4:.1f}" fill="#c00">50% of the rate before</text>',
-       f'<polyline fill="none" stroke="#1f5fa8" stroke-width="1.5" points="{line}"/>',
-       f'<line x1="{pad}" y1="{H - pad}" x2="{W - pad}" y2="{H - pad}" stroke="#000"/>',
-       f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{H - pad}" stroke="#000"/>',
-       f'<text x="{W / 2 - 60}" y="{H - 8}">seconds since start ({tmax:.0f} s)</text>',
-       f'<text x="4" y="{pad - 8}">pushed keys/s (max {rmax:.0f})</text>', '</svg>']
-open(f"{job}/scale_rate.svg", "w").write("\n".join(svg))
-print(f"picture: {job}/scale_rate.svg")
 PY
+echo "$t0 $t1" > "$job/scale_times.txt"
+python3 "$(dirname "$0")/scale_rate_plot.py" "$job" "$t0" "$t1" "$TO" > "$job/scale_rate.svg" &&
+  echo "picture: $job/scale_rate.svg"
