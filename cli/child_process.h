@@ -15,6 +15,7 @@ struct Child {
   std::string log_path;
   pid_t pid = -1;
   bool is_trainer = false;
+  int pserver_index = -1;  // -1: not a pserver
   bool exited = false;
   int status = 0;
   std::vector<std::string> args;  // as passed to `sampan`

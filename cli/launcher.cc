@@ -19,7 +19,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cli/child_process.h"
 #include "cli/coordinator_outages.h"
@@ -213,6 +212,7 @@ class Launcher {
         {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
          "--coordinator=" + coordinator, "--port_file=" + port_file});
     child.port_file = port_file;
+    child.pserver_index = i;
     child.restarts_left = config_.table().backend() == ROCKSDB
                               ? config_.cluster().max_restarts()
                               : 0;
@@ -225,22 +225,21 @@ class Launcher {
                    const std::string& coordinator) {
     const uint32_t size = status.fleet().size();
     if (size == 0) return;
-    for (uint32_t i = 0; i < size; ++i) {
-      const std::string name = absl::StrCat("pserver-", i);
-      Child* found = nullptr;
-      for (Child& c : children_) {
-        if (c.name == name && !c.retired) found = &c;
+    std::vector<bool> running(size, false);
+    for (const Child& c : children_) {
+      if (c.pserver_index >= 0 && c.pserver_index < static_cast<int>(size) &&
+          !c.retired) {
+        running[c.pserver_index] = true;
       }
-      if (found != nullptr) continue;
-      std::cerr << "\nfleet: starting " << name << " (" << size
+    }
+    for (uint32_t i = 0; i < size; ++i) {
+      if (running[i]) continue;
+      std::cerr << "\nfleet: starting pserver-" << i << " (" << size
                 << " pservers wanted)\n";
       StartPserver(i, coordinator);
     }
     for (Child& c : children_) {
-      uint32_t index = 0;
-      if (c.retired || c.exited || c.is_trainer ||
-          !absl::SimpleAtoi(absl::StripPrefix(c.name, "pserver-"), &index) ||
-          c.name.rfind("pserver-", 0) != 0 || index < size) {
+      if (c.pserver_index < static_cast<int>(size) || c.retired || c.exited) {
         continue;
       }
       c.retired = true;

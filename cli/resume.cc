@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/shard_map.h"
 #include "coordinator/checkpoint_store.h"
 #include "sparse_table/job_options.h"
 
@@ -78,11 +79,15 @@ absl::StatusOr<std::string> RestoreLatestCheckpoint(const JobConfig& config,
 coord::FleetState FleetOfCheckpoint(const JobConfig& config,
                                     const coord::CheckpointManifest& m) {
   coord::FleetState fleet;
-  bool first_map = m.num_pservers() == config.cluster().num_pservers();
-  for (int s = 0; s < m.shard_owner_size() && first_map; ++s) {
-    first_map = m.shard_owner(s) == s % m.num_pservers();
+  if (m.shard_owner_size() == 0) return fleet;  // from before elasticity
+  const std::vector<uint32_t> owners(m.shard_owner().begin(),
+                                     m.shard_owner().end());
+  if (m.num_pservers() == config.cluster().num_pservers() &&
+      owners == InitialShardMap(owners.size(),
+                                std::vector<std::string>(m.num_pservers()))
+                    .owner) {
+    return fleet;  // the job's first map
   }
-  if (first_map || m.shard_owner_size() == 0) return fleet;
   fleet.set_size(m.num_pservers());
   fleet.set_wanted(m.num_pservers());
   *fleet.mutable_owner() = m.shard_owner();

@@ -61,12 +61,11 @@ class CoordinatorImpl final : public CoordinatorService {
         epoch_(TakeEpoch(StateFile(config, "coordinator_epochs"))),
         checkpointer_(Checkpointer::Create(
             config,
-            CheckpointFleet{
-                [this] { return fleet_->Map(); },
-                [this](absl::Time deadline) {
-                  return fleet_->PauseMoves(deadline);
-                },
-                [this] { fleet_->ResumeMoves(); }},
+            CheckpointFleet{[this] { return fleet_->Map(); },
+                            [this](absl::Time deadline) {
+                              return fleet_->PauseMoves(deadline);
+                            },
+                            [this] { fleet_->ResumeMoves(); }},
             CheckpointFence{epoch_, [this] { return superseded(); }})) {
     SAMPAN_LOG(INFO) << "coordinator epoch " << epoch_;
     LoadState();

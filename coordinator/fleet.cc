@@ -68,8 +68,10 @@ class FleetImpl final : public Fleet {
     } else {
       state_.set_size(options_.size);
       state_.set_wanted(options_.size);
-      for (uint32_t s = 0; s < options_.num_shards && options_.size > 0; ++s) {
-        state_.add_owner(s % options_.size);
+      if (options_.size > 0) {  // the job's first map
+        const ShardMap first = InitialShardMap(
+            options_.num_shards, std::vector<std::string>(options_.size));
+        state_.mutable_owner()->Add(first.owner.begin(), first.owner.end());
       }
     }
     map_.version = 1;  // above 0; every Register moves it past the old ones
