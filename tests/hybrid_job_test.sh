@@ -71,18 +71,20 @@ steps=$(grep -ho '[0-9]* synchronous dense steps' "$job"/logs/trainer-*.log | so
 [ -z "$(leftover "$job")" ] || fail "processes left after a clean run"
 
 # 1b. Two threads per rank: each lockstep step is two batches trained at
-# once, their dense gradients summed before the allreduce. 45,000 training
-# rows a rank in batches of 1,024 make 44 batches: 22 steps of two.
+# once, their dense gradients summed before the allreduce. 90,000 training
+# rows a rank in batches of 1,024 make 88 batches: 44 steps of two. (With
+# half the rows, 22 steps, one run in eight on a loaded machine ended 0.02
+# to 0.04 below the usual AUC: too few steps to judge quality by.)
 job="$TMP/deepfm-t2"
-write_config "$job" 2 "type: DEEPFM" 100000 2
+write_config "$job" 2 "type: DEEPFM" 200000 2
 out=$(SAMPAN_DENSE_CHECK_EVERY=5 "$SAMPAN" run "$job.yaml" 2>&1); rc=$?
 [ $rc -eq 0 ] || { fail "deepfm-t2: run exited $rc"; echo "$out" | tail -8; }
 why=$(same_hashes "$job" 2) && pass "deepfm-t2: identical dense hashes with 2 threads a rank" \
   || fail "deepfm-t2: $why"
 steps=$(grep -ho '[0-9]* synchronous dense steps (HYBRID), up to 2 batches' \
   "$job"/logs/trainer-*.log | sort -u)
-[ "$(echo "$steps" | wc -l)" -eq 1 ] && [ "${steps%% *}" -ge 21 ] \
-  && [ "${steps%% *}" -le 23 ] \
+[ "$(echo "$steps" | wc -l)" -eq 1 ] && [ "${steps%% *}" -ge 43 ] \
+  && [ "${steps%% *}" -le 45 ] \
   && pass "deepfm-t2: both ranks ran $steps" || fail "deepfm-t2: step counts '$steps'"
 auc=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
 near_planted "deepfm-t2" "$auc" "$out" 0.08
