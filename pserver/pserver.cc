@@ -33,6 +33,30 @@ Status Invalid(const std::string& message) {
   return Status(StatusCode::INVALID_ARGUMENT, message);
 }
 
+// The rows of a push that stay when the keys of the shards in `moving`
+// (ascending) are taken out: `batch` is pointed at them, in `rest`.
+struct PartialPush {
+  std::vector<uint64_t> keys;
+  std::vector<float> grads, shows, clicks;
+};
+void WithoutShards(const google::protobuf::RepeatedField<uint64_t>& keys,
+                   const std::vector<uint32_t>& moving, uint32_t num_shards,
+                   uint32_t dim, PartialPush* rest, PushBatch* batch) {
+  for (int i = 0; i < keys.size(); ++i) {
+    const uint32_t shard = ShardOf(keys[i], num_shards);
+    if (std::binary_search(moving.begin(), moving.end(), shard)) continue;
+    rest->keys.push_back(keys[i]);
+    rest->grads.insert(rest->grads.end(), batch->grads + size_t{i} * dim,
+                       batch->grads + size_t{i + 1} * dim);
+    rest->shows.push_back(batch->shows[i]);
+    rest->clicks.push_back(batch->clicks[i]);
+  }
+  batch->keys = rest->keys;
+  batch->grads = rest->grads.data();
+  batch->shows = rest->shows.data();
+  batch->clicks = rest->clicks.data();
+}
+
 // Pull is a raw method: its response is built in place (common/ps_wire.h).
 // The shard move methods stay synchronous (ShardMover: they block for the
 // length of a shard, on gRPC's synchronous threads).
@@ -330,7 +354,9 @@ class PserverImpl final : public Pserver, public CallbackMethods {
     // Counted as applying on its shards until answered, so that a freeze
     // (SetShards) can wait for it.
     ShardOwnership::PushGuard applying;
-    if (Status s = ownership_.BeginPush("Push", req.keys(), &applying);
+    std::vector<uint32_t> moving;
+    if (Status s = ownership_.BeginPush("Push", req.keys(), &applying,
+                                        req.partial_ok() ? &moving : nullptr);
         !s.ok()) {
       return s;
     }
@@ -350,6 +376,15 @@ class PserverImpl final : public Pserver, public CallbackMethods {
     batch.clicks = req.clicks().data();
     batch.writer_id = req.writer_id();
     batch.sequence = req.sequence();
+    // Shards frozen for a move keep their keys for a resend: the rest of
+    // the request is applied as a request of its own, same sequence.
+    PartialPush rest;
+    if (!moving.empty()) {
+      resp->mutable_moving_shards()->Add(moving.begin(), moving.end());
+      WithoutShards(req.keys(), moving, ownership_.num_shards(),
+                    Table(req.table_id()).pull_dim(), &rest, &batch);
+      if (batch.keys.empty()) return Status::OK;
+    }
     absl::StatusOr<PushResult> applied = Table(req.table_id()).Push(batch);
     if (!applied.ok()) {
       metrics_->rejected_gradients->Increment();
@@ -357,7 +392,9 @@ class PserverImpl final : public Pserver, public CallbackMethods {
     }
     resp->set_applied(applied->applied_keys);
     metrics_->duplicate_keys->Increment(applied->duplicate_keys);
-    metrics_->AddKeys(Method::kPush, req.keys_size(), req.grads().size());
+    metrics_->AddKeys(
+        Method::kPush, batch.keys.size(),
+        batch.keys.size() * Table(req.table_id()).pull_dim() * sizeof(float));
     return Status::OK;
   }
 

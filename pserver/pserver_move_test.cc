@@ -1,7 +1,8 @@
 // Moving a shard between two pservers on real loopback ports, through the
 // RPCs a coordinator calls (SetShards, ExportShard, ImportShard,
 // DropShard), for a memory and a RocksDB table: the freeze refuses pushes
-// with the map version and answers pulls, the rows and sequences arrive
+// with the map version (or, with partial_ok, applies the other shards' keys
+// and names the frozen one) and answers pulls, the rows and sequences arrive
 // (a replayed push is a duplicate on the target), ownership flips, the
 // source drops the shard, and the move metrics count it (promtool-clean).
 // Then the refusals, each naming the RPC and the field, and a freeze that
@@ -167,6 +168,35 @@ TEST_P(PserverMoveTest, MovesAShardWithItsSequences) {
     auto it = trailers.find(kShardMapVersionKey);
     ASSERT_NE(it, trailers.end());
     EXPECT_EQ(std::string(it->second.data(), it->second.size()), "2");
+  }
+  // With partial_ok the push is split: the keys of shards not frozen are
+  // applied, the frozen shard is named and its keys are left.
+  {
+    const uint64_t neighbour = KeysIn(1, 1)[0];
+    const std::vector<float> neighbour_before = a->Pull(0, neighbour);
+    ps::PushRequest req;
+    req.set_table_id(0);
+    req.add_keys(mine[0]);
+    req.add_keys(neighbour);
+    for (int i = 0; i < 2; ++i) {
+      req.add_shows(1);
+      req.add_clicks(0);
+    }
+    const std::vector<float> g = Grads(2, 0.5f);
+    req.set_grads(reinterpret_cast<const char*>(g.data()),
+                  g.size() * sizeof(float));
+    req.set_writer_id(8);
+    req.set_sequence(1);
+    req.set_partial_ok(true);
+    ps::PushResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(10));
+    const grpc::Status s = a->stub().Push(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.applied(), 1u);
+    ASSERT_EQ(resp.moving_shards_size(), 1);
+    EXPECT_EQ(resp.moving_shards(0), kMoving);
+    EXPECT_NE(a->Pull(0, neighbour), neighbour_before);
   }
   EXPECT_EQ(PullAll(*a, mine), before);  // nothing applied; pulls answered
   EXPECT_TRUE(a->Push(0, other, Grads(other.size(), 1), 4).ok());

@@ -92,7 +92,7 @@ ShardOwnership::PushGuard::~PushGuard() {
 
 Status ShardOwnership::BeginPush(
     const char* rpc, const google::protobuf::RepeatedField<uint64_t>& keys,
-    PushGuard* guard) {
+    PushGuard* guard, std::vector<uint32_t>* moving) {
   // Each shard once, with its first key (for the message); outside the lock.
   std::vector<uint64_t> first_key(num_shards_);
   std::vector<uint8_t> seen(num_shards_, 0);
@@ -107,7 +107,18 @@ Status ShardOwnership::BeginPush(
   std::lock_guard<std::mutex> lock(mu_);
   for (uint32_t s : shards) {
     const Mode mode = (*modes_)[s];
+    if (mode == kFrozen && moving != nullptr) continue;
     if (mode != kOwned) return Refusal(rpc, first_key[s], s, mode, version_);
+  }
+  if (moving != nullptr) {
+    for (uint32_t s : shards) {
+      if ((*modes_)[s] == kFrozen) moving->push_back(s);
+    }
+    std::sort(moving->begin(), moving->end());
+    shards.erase(
+        std::remove_if(shards.begin(), shards.end(),
+                       [&](uint32_t s) { return (*modes_)[s] == kFrozen; }),
+        shards.end());
   }
   for (uint32_t s : shards) ++applying_[s];
   guard->owner_ = this;

@@ -61,9 +61,12 @@ class ShardOwnership {
   };
   // OK when every key's shard is owned and not frozen, the push then being
   // counted in *guard; ABORTED as CheckRead otherwise (frozen: "moving").
+  // With `moving` set, frozen shards are not refused but listed there
+  // (ascending) and not counted: the caller applies only the other keys.
   grpc::Status BeginPush(const char* rpc,
                          const google::protobuf::RepeatedField<uint64_t>& keys,
-                         PushGuard* guard);
+                         PushGuard* guard,
+                         std::vector<uint32_t>* moving = nullptr);
 
   // SetShards: validates, installs, then waits until `deadline` for the
   // pushes applying on shards no longer writable to end.

@@ -333,9 +333,9 @@ TEST_P(PsClientMoveTest, CountersExactThroughMovesBackAndForth) {
   EXPECT_EQ(ReadAll(fleet, keys), std::vector<float>(keys.size(), rounds));
 }
 
-// A frozen shard's pushes wait with backoff: the map is asked for once for
-// the freeze's version, then at most once per min_map_refresh, not once per
-// refusal; pushes to other shards go on meanwhile.
+// A frozen shard's pushes wait with backoff (a probe every backoff, each
+// counted as a retry): the map is asked for at most once per
+// min_map_refresh, not once per refusal.
 TEST_P(PsClientMoveTest, FrozenShardIsRetriedWithBackoffNotSpun) {
   Fleet fleet(GetParam(), 2);
   fleet.Start(2);
@@ -366,6 +366,48 @@ TEST_P(PsClientMoveTest, FrozenShardIsRetriedWithBackoffNotSpun) {
   const PsClientStats stats = client->Stats();
   EXPECT_GE(stats.push_retries, 10u);  // refused all along
   EXPECT_LE(fetches.load(), 4) << stats.push_retries << " retries";
+  EXPECT_EQ(ReadAll(fleet, keys), std::vector<float>(keys.size(), 1.0f));
+}
+
+// A move freezes one shard, not its pserver: with shard 0 frozen, the keys
+// of pserver 0's other shards pushed in the same batch land during the
+// freeze; shard 0's are held and land once, after the thaw.
+TEST_P(PsClientMoveTest, PushesToAFrozenShardsNeighboursGoOn) {
+  Fleet fleet(GetParam(), 2);
+  fleet.Start(2);
+  auto client = PsClient::Create(ClientOptions(fleet));
+  const std::vector<uint64_t> keys = Keys(4);
+  std::vector<float> grads(keys.size(), -1), ones(keys.size(), 1),
+      zeros(keys.size(), 0);
+  absl::Notification in_force, thawed;
+  std::thread freezer([&] {
+    fleet.FreezeFor(0, absl::Seconds(3), &in_force);
+    thawed.Notify();
+  });
+  in_force.WaitForNotification();
+  ASSERT_TRUE(client->PushAsync(keys, grads, ones, zeros).ok());
+  std::vector<float> rows;
+  bool landed = false, thawed_then = true;
+  for (absl::Time give_up = absl::Now() + absl::Seconds(3);
+       !landed && absl::Now() < give_up;
+       absl::SleepFor(absl::Milliseconds(20))) {
+    thawed_then = thawed.HasBeenNotified();
+    rows = ReadAll(fleet, keys);
+    landed = true;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (ShardOf(keys[i], kShards) != 0) landed &= rows[i] == 1.0f;
+    }
+  }
+  EXPECT_TRUE(landed) << "the other shards' keys did not land";
+  EXPECT_FALSE(thawed_then) << "they landed only after the thaw";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (ShardOf(keys[i], kShards) == 0) {
+      EXPECT_EQ(rows[i], 0.0f) << "key " << i << " of the frozen shard";
+    }
+  }
+  ASSERT_TRUE(client->Flush().ok());
+  EXPECT_TRUE(thawed.HasBeenNotified());
+  freezer.join();
   EXPECT_EQ(ReadAll(fleet, keys), std::vector<float>(keys.size(), 1.0f));
 }
 

@@ -21,6 +21,21 @@
 // and the rest of its owed requests go back to the owed list, the rows of
 // its batch not yet sequenced back to the pending batch. A parked queue's
 // owed requests and pending rows belong to the router until Resume.
+//
+// Held shards (issue 19: a move freezes one shard at its pserver). Every
+// request is sent with partial_ok, so a pserver applies the keys of the
+// shards it can and answers the frozen ones in moving_shards. The keys of
+// such a shard are held: the part of the request with them (its sequence
+// kept) goes to the held parts, in sequence order, and its rows not yet
+// sequenced go to the held rows, while every other shard's keys flow on.
+// Nothing of a held shard is sent past a held part of it, so the shard
+// still sees this writer's sequences in increasing order. A probe, every
+// backoff (initial_backoff doubling to max_backoff), sends everything held
+// again in order: parts of a shard still frozen are held again; a shard
+// moved away refuses them and the router reroutes them with the rest; a
+// shard held for longer than retry_timeout fails the queue. Held work
+// counts toward max_pending_keys, Flush waits for it, and the router takes
+// it with the rest (TakeWork).
 #ifndef SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 #define SAMPAN_TRAINER_CLIENT_PUSH_QUEUE_H_
 
@@ -36,54 +51,13 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "common/hash_index.h"
 #include "proto/ps.grpc.pb.h"
 #include "trainer/client/client_metrics.h"
+#include "trainer/client/merged_push.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/client/routes.h"
 
 namespace sampan {
-
-// Gradients merged per key: keys[i] owns grads[i*dim .. (i+1)*dim).
-// `index` maps the first `indexed` keys to their entries. It is built only
-// once a second batch is merged in: the first is appended as it came (its
-// keys are unique when the caller deduplicated them, and a key listed twice
-// is still summed by the pserver), and most batches reach the sender alone.
-// The index probes `keys` itself (common/hash_index.h: 4 bytes a key, no
-// copy of it), hence no copies or moves: Swap exchanges two batches.
-struct MergedPush {
-  MergedPush() = default;
-  MergedPush(const MergedPush&) = delete;
-  MergedPush& operator=(const MergedPush&) = delete;
-
-  HashIndexOver<std::vector<uint64_t>> index{&keys};
-  size_t indexed = 0;
-  std::vector<uint64_t> keys;
-  std::vector<float> grads, shows, clicks;
-  absl::Time oldest;  // when the first gradient in here was queued
-
-  size_t size() const { return keys.size(); }
-  void Clear();  // keeps the index's buckets for the next merge
-  void Swap(MergedPush& other);
-  // Appends the rows at `positions` without looking for their keys.
-  void Append(absl::Span<const uint64_t> keys, const float* grads,
-              const float* shows, const float* clicks,
-              const std::vector<uint32_t>& positions, uint32_t dim);
-  // Adds them to the entries of their keys, appending keys not yet here.
-  void Merge(absl::Span<const uint64_t> keys, const float* grads,
-             const float* shows, const float* clicks,
-             const std::vector<uint32_t>& positions, uint32_t dim);
-  // One entry, unindexed: the step both of the above share.
-  void AppendOne(uint64_t key, const float* grad, float show, float click,
-                 uint32_t dim);
-};
-
-// A push request sequenced and sent (at least tried) but not acknowledged:
-// it is resent with its sequence, wherever the map says its keys now live.
-struct OwedPush {
-  ps::PushRequest request;
-  absl::Time since;  // when its oldest gradient was queued
-};
 
 class PushQueue {
  public:
@@ -137,17 +111,41 @@ class PushQueue {
 
   void SenderLoop();
   // Sends `batch` in requests of at most max_keys_per_request keys, each
-  // sequenced as it is first sent; on parking hands the rest back.
+  // sequenced as it is first sent, holding the rows of held shards; on
+  // parking hands the rest back (*parked).
   absl::Status SendBatch(const MergedPush& batch,
-                         std::shared_ptr<const Routes::Table>* table);
-  // Sends `owed` in order; on parking hands the rest back.
+                         std::shared_ptr<const Routes::Table>* table,
+                         bool* parked);
+  // Sends `owed` in order, holding the parts of held shards; on parking
+  // hands the rest back (*parked).
   absl::Status SendOwed(std::deque<OwedPush>* owed,
-                        std::shared_ptr<const Routes::Table>* table);
-  // Retries `request` until acknowledged, a failure that is not transient
-  // (*error), the retry budget is spent (*error), or a park request.
+                        std::shared_ptr<const Routes::Table>* table,
+                        bool* parked);
+  // Sends `request`; on an answer naming moving shards, holds their part.
+  Sent Send(const ps::PushRequest& request,
+            std::shared_ptr<const Routes::Table>* table, absl::Status* error);
+  // Retries `request` until acknowledged (*moving: the shards it named as
+  // moving), a failure that is not transient (*error), the retry budget is
+  // spent (*error), or a park request.
   Sent SendWithRetries(const ps::PushRequest& request,
                        std::shared_ptr<const Routes::Table>* table,
-                       absl::Status* error);
+                       absl::Status* error, std::vector<uint32_t>* moving);
+  // A copy of held_ (the sender reads it between requests).
+  std::vector<uint8_t> HeldShards() const;
+  // Holds `part` (sequenced), marking `shards` held; an error once a shard
+  // has been held for longer than retry_timeout.
+  absl::Status Hold(ps::PushRequest part, absl::Time since,
+                    absl::Span<const uint32_t> shards);
+  // Holds the rows at `positions` of `batch` (not sequenced).
+  void HoldRows(const MergedPush& batch,
+                const std::vector<uint32_t>& positions);
+  // Takes everything held back into *owed (merged in sequence order) and
+  // the pending batch, and clears held_, for a probe.
+  void ReleaseHeldLocked(std::deque<OwedPush>* owed);
+  bool ProbeDueLocked() const;
+  bool HoldsLocked() const {
+    return !held_owed_.empty() || held_rows_.size() > 0;
+  }
   // The sender's hand-back at a safe point: `owed` in front of the owed
   // list, the rows of `batch` from `from` on into the pending batch.
   void HandBack(std::deque<OwedPush>* owed, const MergedPush* batch,
@@ -155,7 +153,10 @@ class PushQueue {
   void MergeLocked(absl::Span<const uint64_t> keys, const float* grads,
                    const float* shows, const float* clicks,
                    const std::vector<uint32_t>& positions, absl::Time oldest);
-  bool HasWorkLocked() const { return pending_.size() > 0 || !owed_.empty(); }
+  // Work to send now: held work counts once its probe is due.
+  bool HasWorkLocked() const {
+    return pending_.size() > 0 || !owed_.empty() || ProbeDueLocked();
+  }
   bool ParkRequested() const;
 
   const PsClientOptions& options_;
@@ -177,6 +178,15 @@ class PushQueue {
   bool parked_ = false;                         // guarded by mu_
   bool stop_ = false;                           // guarded by mu_
   absl::Status error_;                          // guarded by mu_
+  // Held shards (see the file comment), all guarded by mu_: held_[shard]
+  // is 1 while held; the held parts in sequence order; the held rows; when
+  // the first of them was held, the next probe and the probe backoff.
+  std::vector<uint8_t> held_;
+  std::deque<OwedPush> held_owed_;
+  MergedPush held_rows_;
+  absl::Time held_since_ = absl::InfiniteFuture();
+  absl::Time next_probe_ = absl::InfiniteFuture();
+  absl::Duration probe_backoff_;
   std::thread sender_;
 };
 

@@ -65,26 +65,8 @@ std::vector<std::vector<uint32_t>> GroupByOwner(
 
 std::vector<std::pair<uint32_t, ps::PushRequest>> SplitByOwner(
     const ps::PushRequest& request, const ShardMap& map, uint32_t row_dim) {
-  std::vector<std::vector<uint32_t>> by_owner =
-      GroupByOwner(map, request.keys());
-  std::vector<std::pair<uint32_t, ps::PushRequest>> pieces;
-  const size_t row_bytes = size_t{row_dim} * sizeof(float);
-  for (uint32_t p = 0; p < by_owner.size(); ++p) {
-    if (by_owner[p].empty()) continue;
-    ps::PushRequest& piece = pieces.emplace_back(p, ps::PushRequest()).second;
-    piece.set_table_id(request.table_id());
-    piece.set_writer_id(request.writer_id());
-    piece.set_sequence(request.sequence());
-    std::string* grads = piece.mutable_grads();
-    grads->reserve(by_owner[p].size() * row_bytes);
-    for (uint32_t i : by_owner[p]) {
-      piece.add_keys(request.keys(i));
-      piece.add_shows(request.shows(i));
-      piece.add_clicks(request.clicks(i));
-      grads->append(request.grads(), i * row_bytes, row_bytes);
-    }
-  }
-  return pieces;
+  return SplitPush(request, row_dim, map.num_pservers(),
+                   [&](uint64_t key) { return map.OwnerOfKey(key); });
 }
 
 PushRouter::PushRouter(const PsClientOptions& options, Routes* routes)
