@@ -459,7 +459,9 @@ class FleetImpl final : public Fleet {
           req.set_shard(d.shard());
           req.set_shard_map_version(version);
           grpc::ClientContext ctx;
-          Prepare(&ctx);
+          // Table work, as long as a copy on a big table: the RPC deadline
+          // would cut it short and retry it from the start.
+          Prepare(&ctx, options_.copy_deadline);
           ps::DropShardResponse resp;
           const grpc::Status s = Stub(address)->DropShard(&ctx, req, &resp);
           done = s.ok();
@@ -490,8 +492,10 @@ class FleetImpl final : public Fleet {
     return state_.drops_size() == 0;
   }
 
-  void Prepare(grpc::ClientContext* ctx) const {
-    ctx->set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_deadline));
+  void Prepare(grpc::ClientContext* ctx,
+               absl::Duration deadline = absl::ZeroDuration()) const {
+    if (deadline == absl::ZeroDuration()) deadline = options_.rpc_deadline;
+    ctx->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     ctx->AddMetadata(kCoordinatorEpochKey,
                      absl::StrCat(options_.coordinator_epoch));
   }

@@ -60,7 +60,7 @@ struct FleetOptions {
   uint32_t num_tables = 1;
   // Where map versions are reserved ("": the clock alone; tests).
   std::string versions_file;
-  // Each SetShards and DropShard call; each shard copy.
+  // Each SetShards call; each shard copy and each DropShard.
   absl::Duration rpc_deadline = absl::Seconds(10);
   absl::Duration copy_deadline = absl::Minutes(10);
   // Between attempts of a failed move, doubling up to 8x.
