@@ -12,7 +12,8 @@ deps:
 	bash scripts/install-deps.sh
 
 build: deps
-	$(BAZEL) build //...
+	@[ -x $(SAMPAN) ] || echo "Building Sampan with Bazel, offline: the first build on a fresh machine takes about 9 minutes on 2 cores (later ones seconds); Bazel reports its progress every 15 s."
+	$(BAZEL) build --show_progress_rate_limit=15 //...
 
 demo: build
 	$(SAMPAN) run configs/demo.yaml

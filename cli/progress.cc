@@ -25,6 +25,9 @@ ProgressPrinter::ProgressPrinter(const JobConfig&)
 
 void ProgressPrinter::Update(const coord::JobStatusResponse& status) {
   const std::string line = Render(status, absl::Now());
+  // A finished job's line does not change: said once.
+  if (line == last_line_) return;
+  last_line_ = line;
   if (tty_) {
     std::printf("\r%s\033[K", line.c_str());
     drawn_ = true;
@@ -54,8 +57,13 @@ std::string ProgressPrinter::Render(const coord::JobStatusResponse& status,
   const double busy =
       examples > 0 ? absl::ToDoubleSeconds(now - first_progress_) : 0;
   double rate = dt > 0 ? dn / dt : 0;
-  // A finished job trains nothing more: its average says more than a 0.
-  if (dn == 0 && fraction >= 1 && busy > 0) rate = examples / busy;
+  // A finished job shows its average up to when it finished, on every line
+  // from then on (the same line, printed once).
+  if (fraction >= 1 && examples > 0) {
+    if (done_at_ == absl::InfiniteFuture()) done_at_ = now;
+    const double took = absl::ToDoubleSeconds(done_at_ - first_progress_);
+    if (took > 0) rate = examples / took;
+  }
   if (dn > 0) shown_loss_ = (loss_sum - last_loss_sum_) / dn;
   const double eta = fraction > 0.001 ? busy * (1 - fraction) / fraction : -1;
   last_time_ = now;

@@ -21,8 +21,9 @@ class ProgressPrinter {
   // The line for `status` seen at `now`; the next line's rate and loss are
   // taken over the examples trained after this one. When no example was
   // trained in between (a stall, or the end of training), the loss shown is
-  // the last one measured, and once every trainer is done the rate is the
-  // job's average.
+  // the last one measured. Once every trainer is done, the rate is the job's
+  // average up to the first line that saw it done, and Update prints that
+  // line once.
   std::string Render(const coord::JobStatusResponse& status, absl::Time now);
   // Ends the in-place line, if one was drawn.
   void Finish();
@@ -37,6 +38,8 @@ class ProgressPrinter {
   double last_loss_sum_ = 0;
   double shown_loss_ = 0;
   absl::Time first_progress_ = absl::InfinitePast();
+  absl::Time done_at_ = absl::InfiniteFuture();
+  std::string last_line_;
 };
 
 }  // namespace sampan

@@ -50,13 +50,32 @@ TEST(ProgressTest, NoNewExamplesKeepsTheLastLossAndAFinishedJobItsAverage) {
   std::string line = p.Render(Status(1000, 400, 0.5), t0 + absl::Seconds(2));
   EXPECT_NE(line.find("       0 examples/s | loss 0.4000"), std::string::npos)
       << line;
+  // Done: the job's average rate up to when it finished (2000 examples in
+  // 3 s), on this line and every later one, not the last interval's or 0.
   line = p.Render(Status(2000, 900, 1.0), t0 + absl::Seconds(3));
-  EXPECT_NE(line.find("loss 0.5000"), std::string::npos) << line;
-  // Done: the final line shows the job's average rate, not 0.
-  line = p.Render(Status(2000, 900, 1.0), t0 + absl::Seconds(5));
-  EXPECT_NE(line.find("100.0% |      400 examples/s | loss 0.5000"),
+  EXPECT_NE(line.find("100.0% |      667 examples/s | loss 0.5000"),
             std::string::npos)
       << line;
+  EXPECT_EQ(p.Render(Status(2000, 900, 1.0), t0 + absl::Seconds(5)), line);
+}
+
+// `make demo` once ended with two 100% lines of different rates.
+TEST(ProgressTest, AFinishedJobsLineIsPrintedOnce) {
+  ProgressPrinter p{JobConfig()};
+  testing::internal::CaptureStdout();
+  p.Update(Status(0, 0, 0));
+  absl::SleepFor(absl::Milliseconds(10));
+  p.Update(Status(1000, 500, 0.5));
+  p.Update(Status(2000, 900, 1.0));
+  p.Update(Status(2000, 900, 1.0));
+  p.Finish();
+  const std::string out = testing::internal::GetCapturedStdout();
+  size_t done = 0;
+  for (size_t at = out.find("100.0%"); at != std::string::npos;
+       at = out.find("100.0%", at + 1)) {
+    ++done;
+  }
+  EXPECT_EQ(done, 1u) << out;
 }
 
 // The launcher's account of coordinator outages (cli/coordinator_outages.h).
