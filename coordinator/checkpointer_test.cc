@@ -4,8 +4,13 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/shard_map.h"
 #include "coordinator/checkpoint_store.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/ps.grpc.pb.h"
 
 namespace sampan {
 namespace {
@@ -63,6 +68,65 @@ TEST(Checkpointer, CompletesWhenEveryTrainerArrived) {
   ASSERT_EQ(m->trainers_size(), 2);
   EXPECT_EQ(m->trainers(0).byte_offset(), 111u);
   EXPECT_EQ(m->trainers(1).byte_offset(), 222u);
+}
+
+// Pservers whose Checkpoint waits (up to 10 s) until `want` calls are in
+// flight at once, and records the most there were.
+class GatheringPservers final : public ps::SparseTable::Service {
+ public:
+  explicit GatheringPservers(int want) : want_(want) {}
+  grpc::Status Checkpoint(grpc::ServerContext*, const ps::CheckpointRequest*,
+                          ps::CheckpointResponse*) override {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+    most_ = std::max(most_, in_flight_);
+    auto all = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return most_ >= want_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(10));
+    --in_flight_;
+    return grpc::Status::OK;
+  }
+  int most() {
+    absl::MutexLock lock(&mu_);
+    return most_;
+  }
+
+ private:
+  const int want_;
+  absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int most_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Each pserver snapshots its own disk: a round calls them all at once, so
+// the trainers wait for the slowest snapshot, not for their sum.
+TEST(Checkpointer, SnapshotsEveryPserverAtOnce) {
+  constexpr int kPservers = 4;
+  GatheringPservers fake(kPservers);
+  grpc::ServerBuilder builder;
+  std::vector<int> ports(kPservers, 0);
+  for (int& port : ports) {
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+  }
+  builder.RegisterService(&fake);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::vector<std::string> addresses;
+  for (int port : ports) addresses.push_back(absl::StrCat("127.0.0.1:", port));
+  const ShardMap map = InitialShardMap(8, addresses);
+  const JobConfig config = Job("parallel", 30);
+  auto c = Checkpointer::Create(config, CheckpointFleet{[&] { return map; }});
+  coord::CheckpointArriveResponse r1;
+  std::thread other([&] { r1 = Arrive(c.get(), 1, 222); });
+  const coord::CheckpointArriveResponse r0 = Arrive(c.get(), 0, 111);
+  other.join();
+  EXPECT_TRUE(r0.completed()) << r0.reason();
+  EXPECT_EQ(fake.most(), kPservers);
+  auto m = ReadManifest(CheckpointDir(config.checkpoint().dir(), 1));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_pservers(), static_cast<uint32_t>(kPservers));
+  server->Shutdown();
 }
 
 TEST(Checkpointer, AbandonsWhenATrainerStaysAway) {
