@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -69,11 +70,12 @@ absl::StatusOr<std::vector<FileDigest>> DigestFiles(
         absl::StrCat("listing ", dir, ": ", ec.message()));
   }
   std::sort(paths.begin(), paths.end());
+  const std::set<std::string> skipped(skip.begin(), skip.end());
   std::vector<FileDigest> out;
   for (const std::string& path : paths) {
     FileDigest f;
     f.path = fs::relative(path, dir).string();
-    if (std::find(skip.begin(), skip.end(), f.path) != skip.end()) continue;
+    if (skipped.count(f.path) > 0) continue;
     absl::StatusOr<uint32_t> crc = Crc32OfFile(path);
     if (!crc.ok()) return crc.status();
     f.crc32 = *crc;

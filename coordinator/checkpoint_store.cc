@@ -80,9 +80,11 @@ uint64_t MaxCheckpointEpoch(const std::string& root) {
 absl::Status WriteManifest(const std::string& dir,
                            coord::CheckpointManifest* manifest) {
   manifest->set_version(kManifestVersion);
-  manifest->clear_files();
-  absl::StatusOr<std::vector<FileDigest>> files =
-      DigestFiles(dir, {kManifest, std::string(kManifest) + ".tmp"});
+  std::vector<std::string> skip = {kManifest, std::string(kManifest) + ".tmp"};
+  for (const coord::ManifestFile& f : manifest->files()) {
+    skip.push_back(f.path());
+  }
+  absl::StatusOr<std::vector<FileDigest>> files = DigestFiles(dir, skip);
   if (!files.ok()) return files.status();
   for (const FileDigest& file : *files) {
     coord::ManifestFile* f = manifest->add_files();
@@ -90,6 +92,11 @@ absl::Status WriteManifest(const std::string& dir,
     f->set_size(file.size);
     f->set_crc32(file.crc32);
   }
+  std::sort(manifest->mutable_files()->begin(),
+            manifest->mutable_files()->end(),
+            [](const coord::ManifestFile& a, const coord::ManifestFile& b) {
+              return a.path() < b.path();
+            });
   std::string text;
   google::protobuf::TextFormat::PrintToString(*manifest, &text);
   return WriteFileDurably(absl::StrCat(dir, "/", kManifest), text);

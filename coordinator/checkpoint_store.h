@@ -43,7 +43,9 @@ std::string DenseCheckpointFile(const std::string& root, uint64_t steps);
 uint64_t MaxCheckpointEpoch(const std::string& root);
 
 // Lists every file under `dir` (size and crc32) into `manifest`, then writes
-// it as <dir>/MANIFEST atomically and durably.
+// it as <dir>/MANIFEST atomically and durably. Files `manifest` lists
+// already (digested where they were written: each pserver its snapshot's)
+// are kept as listed and not read again.
 absl::Status WriteManifest(const std::string& dir,
                            coord::CheckpointManifest* manifest);
 

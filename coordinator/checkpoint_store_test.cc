@@ -36,6 +36,25 @@ void MakeCheckpoint(const std::string& root, uint64_t epoch) {
   ASSERT_TRUE(WriteManifest(dir, &m).ok());
 }
 
+// A pserver digests its own snapshot (its Checkpoint answer lists the
+// files): the manifest keeps what it was given for them and reads only the
+// rest.
+TEST(CheckpointStore, FilesListedAlreadyAreKeptNotRead) {
+  const std::string dir = CheckpointDir(Root("listed"), 1);
+  WriteFile(dir + "/pserver-0/000001.sst", "rows");
+  WriteFile(dir + "/job.pbtxt", "name: 'x'");
+  coord::CheckpointManifest m;
+  coord::ManifestFile* given = m.add_files();
+  given->set_path("pserver-0/000001.sst");
+  given->set_size(4);
+  given->set_crc32(12345);  // not the file's: kept, so not read here
+  ASSERT_TRUE(WriteManifest(dir, &m).ok());
+  ASSERT_EQ(m.files_size(), 2);
+  EXPECT_EQ(m.files(0).path(), "job.pbtxt");
+  EXPECT_EQ(m.files(1).path(), "pserver-0/000001.sst");
+  EXPECT_EQ(m.files(1).crc32(), 12345u);
+}
+
 TEST(CheckpointStore, ManifestListsFilesAndRoundTrips) {
   const std::string root = Root("roundtrip");
   MakeCheckpoint(root, 4);

@@ -256,7 +256,8 @@ class CheckpointerImpl final : public Checkpointer {
     }
     absl::Cleanup resume = [this] { fleet_.resume_moves(); };
     const ShardMap map = fleet_.map();
-    if (std::string error = SnapshotAll(map, round, dir); !error.empty()) {
+    if (std::string error = SnapshotAll(map, round, dir, manifest);
+        !error.empty()) {
       return error;
     }
     manifest->mutable_shard_owner()->Add(map.owner.begin(), map.owner.end());
@@ -288,15 +289,18 @@ class CheckpointerImpl final : public Checkpointer {
   // Every pserver snapshots its own disk, so they go at once (up to
   // kParallelSnapshots calls in flight): the trainers wait for the slowest,
   // not for the sum (500 pservers of 0.2 s each took 100 s one after the
-  // other: bench/fleet_sim.cc). Returns the first error, or "".
+  // other: bench/fleet_sim.cc). Each pserver's files, as it digested them,
+  // go into *manifest. Returns the first error, or "".
   std::string SnapshotAll(const ShardMap& map, const Round& round,
-                          const std::string& dir) {
+                          const std::string& dir,
+                          coord::CheckpointManifest* manifest) {
     const size_t n = map.addresses.size();
     std::vector<std::string> errors(n);
+    std::vector<std::vector<coord::ManifestFile>> files(n);
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next.fetch_add(1)) < n;) {
-        errors[i] = SnapshotPserver(i, map.addresses[i], round, dir);
+        errors[i] = SnapshotPserver(i, map.addresses[i], round, dir, &files[i]);
       }
     };
     std::vector<std::thread> threads;
@@ -308,13 +312,19 @@ class CheckpointerImpl final : public Checkpointer {
     for (const std::string& e : errors) {
       if (!e.empty()) return e;
     }
+    for (std::vector<coord::ManifestFile>& list : files) {
+      for (coord::ManifestFile& f : list) {
+        *manifest->add_files() = std::move(f);
+      }
+    }
     return "";
   }
 
   // Retries while the pserver is unavailable (restarting), within the
   // round's timeout; each attempt has its own deadline.
   std::string SnapshotPserver(size_t i, const std::string& address,
-                              const Round& round, const std::string& dir) {
+                              const Round& round, const std::string& dir,
+                              std::vector<coord::ManifestFile>* files) {
     if (address.empty()) return absl::StrCat("pserver ", i, " not registered");
     auto stub =
         ps::SparseTable::NewStub(grpc::CreateChannel(address, credentials_));
@@ -337,7 +347,17 @@ class CheckpointerImpl final : public Checkpointer {
       ctx.AddMetadata(kCoordinatorEpochKey, absl::StrCat(fence_.epoch));
       ps::CheckpointResponse resp;
       const Status s = stub->Checkpoint(&ctx, req, &resp);
-      if (s.ok()) return "";
+      if (s.ok()) {
+        // Its files, relative to the checkpoint's directory.
+        const std::string prefix = fs::relative(snapshot, dir).string();
+        for (const ps::SnapshotFile& f : resp.files()) {
+          coord::ManifestFile& m = files->emplace_back();
+          m.set_path(absl::StrCat(prefix, "/", f.path()));
+          m.set_size(f.size());
+          m.set_crc32(f.crc32());
+        }
+        return "";
+      }
       const bool retry = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                          s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
       if (!retry || absl::Now() + backoff >= limit) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/coordinator_epoch.h"
+#include "common/file_digest.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/ps_wire.h"
@@ -427,6 +428,20 @@ class PserverImpl final : public Pserver, public CallbackMethods {
           : absl::IsAlreadyExists(s) ? StatusCode::ALREADY_EXISTS
                                      : StatusCode::UNAVAILABLE;
       return Status(code, absl::StrCat("Checkpoint: ", s.message()));
+    }
+    // Digested here, on this pserver's disk, for the coordinator's manifest.
+    absl::StatusOr<std::vector<FileDigest>> files = DigestFiles(dir, {});
+    if (!files.ok()) {
+      SAMPAN_LOG(ERROR) << "checkpoint " << req.epoch() << ": digesting " << dir
+                        << ": " << files.status().message();
+      return Status(StatusCode::UNAVAILABLE,
+                    absl::StrCat("Checkpoint: ", files.status().message()));
+    }
+    for (const FileDigest& f : *files) {
+      ps::SnapshotFile* out = resp->add_files();
+      out->set_path(f.path);
+      out->set_size(f.size);
+      out->set_crc32(f.crc32);
     }
     resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
     SAMPAN_LOG(INFO) << "checkpoint " << req.epoch() << ": snapshot in " << dir

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/coordinator_epoch.h"
+#include "common/file_digest.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -125,6 +126,16 @@ TEST_F(TwoTablePserverTest, CheckpointHoldsBothTables) {
   grpc::ClientContext ctx;
   const grpc::Status s = served_->stub().Checkpoint(&ctx, req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
+  // The answer lists the snapshot's files as they are on disk (both
+  // tables'), for the coordinator's manifest.
+  ASSERT_GT(resp.files_size(), 0);
+  bool table1 = false;
+  for (const ps::SnapshotFile& f : resp.files()) {
+    table1 |= absl::StartsWith(f.path(), "table-1/");
+    EXPECT_TRUE(VerifyFile(ckpt, {f.path(), f.size(), f.crc32()}).ok())
+        << f.path();
+  }
+  EXPECT_TRUE(table1);
   req.set_epoch(0);
   grpc::ClientContext ctx0;
   EXPECT_EQ(served_->stub().Checkpoint(&ctx0, req, &resp).error_code(),
