@@ -47,8 +47,8 @@ void WithoutShards(const google::protobuf::RepeatedField<uint64_t>& keys,
     const uint32_t shard = ShardOf(keys[i], num_shards);
     if (std::binary_search(moving.begin(), moving.end(), shard)) continue;
     rest->keys.push_back(keys[i]);
-    rest->grads.insert(rest->grads.end(), batch->grads + size_t{i} * dim,
-                       batch->grads + size_t{i + 1} * dim);
+    const float* grad = batch->grads + static_cast<size_t>(i) * dim;
+    rest->grads.insert(rest->grads.end(), grad, grad + dim);
     rest->shows.push_back(batch->shows[i]);
     rest->clicks.push_back(batch->clicks[i]);
   }
