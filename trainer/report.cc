@@ -35,10 +35,74 @@ std::string Escape(const std::string& s) {
 
 using Getter = std::function<double(const CurvePoint&)>;
 
-// One line chart: x = p.seconds (labelled `x_label`), y = get(point).
+// A tick label read at a glance: "390 k", "1.25 M", "0.785", with as many
+// decimals as ticks `step` apart need to differ, trailing zeros dropped.
+std::string HumanNumber(double v, double step) {
+  const double a = std::fabs(v);
+  if (a < 1e-9 * step) return "0";
+  double scale = 1;
+  const char* unit = "";
+  if (a >= 1e9) {
+    scale = 1e9, unit = " G";
+  } else if (a >= 1e6) {
+    scale = 1e6, unit = " M";
+  } else if (a >= 1e3) {
+    scale = 1e3, unit = " k";
+  }
+  const int decimals =
+      std::max(0, static_cast<int>(-std::floor(std::log10(step / scale))));
+  std::string digits = absl::StrFormat("%.*f", decimals, v / scale);
+  if (digits.find('.') != std::string::npos) {
+    digits.erase(digits.find_last_not_of('0') + 1);
+    if (digits.back() == '.') digits.pop_back();
+  }
+  return digits + unit;
+}
+
+// Seconds as a clock: "0:45", "12:30", "1:02:03".
+std::string Clock(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  if (s >= 3600) {
+    return absl::StrFormat("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+  }
+  return absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+// A tick step giving about five ticks over `range`: 1, 2 or 5 x 10^k, or
+// for time a step a clock reads well (seconds, 15 s, 30 s, minutes, hours);
+// at least `least`.
+double NiceStep(double range, bool time, double least) {
+  const double raw = std::max(range / 5, least);
+  if (time && raw >= 1) {
+    for (double step : {1., 2., 5., 10., 15., 30., 60., 120., 300., 600., 900.,
+                        1800., 3600., 7200., 14400., 21600., 43200.}) {
+      if (step >= raw) return step;
+    }
+    return 86400 * std::ceil(raw / 86400);
+  }
+  const double unit = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1., 2., 5.}) {
+    if (m * unit >= raw) return std::max(m * unit, least);
+  }
+  return std::max(10 * unit, least);
+}
+
+// The multiples of `step` within [lo, hi].
+std::vector<double> Ticks(double lo, double hi, double step) {
+  std::vector<double> out;
+  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + 1e-9 * step;
+       t += step) {
+    out.push_back(std::fabs(t) < 1e-9 * step ? 0 : t);
+  }
+  return out;
+}
+
+// One line chart: x = p.seconds as a clock, or, with `x_label`, a count
+// (integer ticks: a pass index); y = get(point), ticks in human units.
 std::string Chart(const std::string& title, const std::string& y_label,
                   const std::vector<ReportSeries>& series, const Getter& get,
-                  const std::string& x_label = "time (s)") {
+                  const std::string& x_label = "") {
+  const bool time = x_label.empty();
   double x_max = 1e-9, y_min = INFINITY, y_max = -INFINITY;
   for (const ReportSeries& s : series) {
     for (const CurvePoint& p : s.points) {
@@ -71,34 +135,37 @@ std::string Chart(const std::string& title, const std::string& y_label,
       "<g class=\"axis x-axis\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
       "y2=\"%.1f\" stroke=\"black\"/>\n",
       kLeft, kTop + ph, kLeft + pw, kTop + ph);
-  for (int i = 0; i <= 5; ++i) {
-    const double x = x_max * i / 5;
+  const double x_step = NiceStep(x_max, time, time ? 0 : 1);
+  for (double x : Ticks(0, x_max, x_step)) {
     absl::StrAppendFormat(
         &svg,
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
         "stroke=\"black\"/>"
         "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">"
-        "%.3g</text>\n",
-        X(x), kTop + ph, X(x), kTop + ph + 5, X(x), kTop + ph + 18, x);
+        "%s</text>\n",
+        X(x), kTop + ph, X(x), kTop + ph + 5, X(x), kTop + ph + 18,
+        time ? Clock(x) : HumanNumber(x, x_step));
   }
   absl::StrAppendFormat(&svg,
                         "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
                         "text-anchor=\"middle\">%s</text></g>\n",
-                        kLeft + pw / 2, kHeight - 10, Escape(x_label));
+                        kLeft + pw / 2, kHeight - 10,
+                        Escape(time ? "time (m:ss)" : x_label));
   absl::StrAppendFormat(
       &svg,
       "<g class=\"axis y-axis\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
       "y2=\"%.1f\" stroke=\"black\"/>\n",
       kLeft, kTop, kLeft, kTop + ph);
-  for (int i = 0; i <= 5; ++i) {
-    const double y = y_min + (y_max - y_min) * i / 5;
+  const double y_step = NiceStep(y_max - y_min, false, 0);
+  for (double y : Ticks(y_min, y_max, y_step)) {
     absl::StrAppendFormat(
         &svg,
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
         "stroke=\"#ddd\"/>"
         "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">"
-        "%.4g</text>\n",
-        kLeft, Y(y), kLeft + pw, Y(y), kLeft - 6, Y(y) + 4, y);
+        "%s</text>\n",
+        kLeft, Y(y), kLeft + pw, Y(y), kLeft - 6, Y(y) + 4,
+        HumanNumber(y, y_step));
   }
   absl::StrAppendFormat(
       &svg,

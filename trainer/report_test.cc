@@ -51,7 +51,7 @@ TEST(ReportTest, ChartsCarryTitlesAxesAndSeries) {
             std::string::npos);
   EXPECT_EQ(Count(html, "class=\"axis x-axis\""), 3u);
   EXPECT_EQ(Count(html, "class=\"axis y-axis\""), 3u);
-  EXPECT_EQ(Count(html, "time (s)"), 3u);
+  EXPECT_EQ(Count(html, "time (m:ss)"), 3u);
   EXPECT_EQ(Count(html, "class=\"series\""), 6u);
   EXPECT_NE(html.find("job &lt;x&gt;"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained
@@ -126,6 +126,38 @@ const char* Chromium() {
 
 // A stream's page: one point per pass scored, the passes' table, the x axis
 // labelled by pass.
+// Ticks people read at a glance: a clock on the time axis, "k" and "M"
+// for big numbers, no exponents, and every label distinct.
+TEST(ReportTest, TicksAreInHumanUnits) {
+  ReportSeries s{"trainer 0", {}};
+  for (int i = 0; i <= 10; ++i) {
+    CurvePoint p;
+    p.seconds = 15 * i;
+    p.examples_per_second = 390000 + 81000 * i;  // 390 k .. 1.2 M
+    p.test.auc = 0.78 + 0.001 * i;
+    p.test.logloss = 0.45;
+    s.points.push_back(p);
+  }
+  const std::string html = RenderReport("ticks", {s});
+  for (const char* label : {">0:00<", ">0:30<", ">1:00<", ">2:30<", ">400 k<",
+                            ">800 k<", ">1.2 M<", ">0.785<"}) {
+    EXPECT_NE(html.find(label), std::string::npos) << label;
+  }
+  EXPECT_EQ(html.find("e+"), std::string::npos);
+  // Within one chart no two tick labels are the same.
+  size_t at = html.find("Training throughput");
+  std::set<std::string> labels;
+  size_t n = 0;
+  for (size_t t = html.find("text-anchor=\"end\">", at); t != std::string::npos;
+       t = html.find("text-anchor=\"end\">", t + 1)) {
+    const size_t b = t + 18, e = html.find('<', b);
+    labels.insert(html.substr(b, e - b));
+    ++n;
+  }
+  EXPECT_GE(n, 3u);
+  EXPECT_EQ(labels.size(), n);
+}
+
 TEST(ReportTest, PassReportHasAPointPerScoredPass) {
   std::vector<PassPoint> passes;
   for (int i = 0; i < 4; ++i) {
@@ -144,7 +176,7 @@ TEST(ReportTest, PassReportHasAPointPerScoredPass) {
   EXPECT_NE(html.find("Progressive AUC per pass"), std::string::npos);
   EXPECT_NE(html.find("Freshness per pass"), std::string::npos);
   EXPECT_NE(html.find(">pass</text>"), std::string::npos);
-  EXPECT_EQ(html.find("time (s)"), std::string::npos);
+  EXPECT_EQ(html.find("time (m:ss)"), std::string::npos);
   // AUC and logloss charts: 3 scored passes each; freshness: all 4.
   EXPECT_EQ(Count(html, "<circle"), 3u + 3u + 4u);
   EXPECT_NE(html.find("<td>20261201/03</td>"), std::string::npos);
