@@ -38,7 +38,10 @@ fuzz: build
 # Every test under ASan + UBSan, and the concurrency tests under TSan, each in
 # its own output base so the normal build stays cached. The other output
 # bases must not read the default build's bazel-<dir> symlink as a package,
-# hence the .bazelignore line for this checkout's directory name.
+# hence the .bazelignore line for this checkout's directory name. The output
+# bases are per checkout (a hash of its path): one shared by two clones kept
+# runfiles that linked into the other, deleted one.
+CHECKOUT := $(shell printf %s "$(CURDIR)" | md5sum | cut -c1-8)
 TSAN_TESTS = //pserver:worker_pool_test //trainer/client:ps_client_test \
 	//sparse_table:memory_table_test //sparse_table:rocksdb_table_test \
 	//sparse_table:redo_table_test //sparse_table:redo_log_test \
@@ -50,15 +53,15 @@ TSAN_TESTS = //pserver:worker_pool_test //trainer/client:ps_client_test \
 	//trainer/client:ps_client_move_test //coordinator:fleet_test
 sanitize: deps
 	grep -qx "bazel-$(notdir $(CURDIR))" .bazelignore 2>/dev/null || echo "bazel-$(notdir $(CURDIR))" >> .bazelignore
-	$(BAZEL) --output_base=$(HOME)/.cache/sampan-asan test --config=asan \
+	$(BAZEL) --output_base=$(HOME)/.cache/sampan-asan-$(CHECKOUT) test --config=asan \
 	  --test_env=SAMPAN_DATA_DIR=$(DATA_DIR) --test_env=ASAN_OPTIONS=detect_leaks=0 //...
 	$(MAKE) tsan
 
 # The concurrency tests under ThreadSanitizer alone (CI runs this part).
 tsan: deps
 	grep -qx "bazel-$(notdir $(CURDIR))" .bazelignore 2>/dev/null || echo "bazel-$(notdir $(CURDIR))" >> .bazelignore
-	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan test --config=tsan $(TSAN_TESTS)
-	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan shutdown
+	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan-$(CHECKOUT) test --config=tsan $(TSAN_TESTS)
+	$(BAZEL) --output_base=$(HOME)/.cache/sampan-tsan-$(CHECKOUT) shutdown
 
 clean:
 	$(BAZEL) clean
