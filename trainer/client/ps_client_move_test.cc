@@ -278,6 +278,26 @@ std::vector<float> ReadAll(const Fleet& fleet,
   return rows;
 }
 
+// Freezes `shard` for `hold` on a thread of its own (Fleet::FreezeFor);
+// returns once the freeze is in force. thawed() once it is lifted; the
+// thread is joined on destruction.
+class FreezeInBackground {
+ public:
+  FreezeInBackground(Fleet& fleet, uint32_t shard, absl::Duration hold)
+      : thread_([&fleet, shard, hold, this] {
+          fleet.FreezeFor(shard, hold, &in_force_);
+          thawed_.Notify();
+        }) {
+    in_force_.WaitForNotification();
+  }
+  ~FreezeInBackground() { thread_.join(); }
+  bool thawed() const { return thawed_.HasBeenNotified(); }
+
+ private:
+  absl::Notification in_force_, thawed_;
+  std::thread thread_;  // after the notifications it uses
+};
+
 class PsClientMoveTest : public ::testing::TestWithParam<Backend> {};
 
 // 2 -> 3 pservers (a third of the shards move to the new one, a few move
@@ -351,18 +371,12 @@ TEST_P(PsClientMoveTest, FrozenShardIsRetriedWithBackoffNotSpun) {
   const std::vector<uint64_t> keys = Keys(4);
   std::vector<float> grads(keys.size(), -1), ones(keys.size(), 1),
       zeros(keys.size(), 0);
-  absl::Notification in_force, frozen;
-  std::thread freezer([&] {
-    fleet.FreezeFor(0, absl::Milliseconds(1500), &in_force);
-    frozen.Notify();
-  });
-  // (A fixed 100 ms sleep here let the push land before a slow freeze on a
-  // loaded machine.)
-  in_force.WaitForNotification();
+  // Pushed once the freeze is in force. (A fixed 100 ms sleep here let the
+  // push land before a slow freeze on a loaded machine.)
+  FreezeInBackground freeze(fleet, 0, absl::Milliseconds(1500));
   ASSERT_TRUE(client->PushAsync(keys, grads, ones, zeros).ok());
   ASSERT_TRUE(client->Flush().ok());
-  EXPECT_TRUE(frozen.HasBeenNotified());  // it waited for the thaw
-  freezer.join();
+  EXPECT_TRUE(freeze.thawed());  // it waited for the thaw
   const PsClientStats stats = client->Stats();
   EXPECT_GE(stats.push_retries, 10u);  // refused all along
   EXPECT_LE(fetches.load(), 4) << stats.push_retries << " retries";
@@ -379,19 +393,14 @@ TEST_P(PsClientMoveTest, PushesToAFrozenShardsNeighboursGoOn) {
   const std::vector<uint64_t> keys = Keys(4);
   std::vector<float> grads(keys.size(), -1), ones(keys.size(), 1),
       zeros(keys.size(), 0);
-  absl::Notification in_force, thawed;
-  std::thread freezer([&] {
-    fleet.FreezeFor(0, absl::Seconds(3), &in_force);
-    thawed.Notify();
-  });
-  in_force.WaitForNotification();
+  FreezeInBackground freeze(fleet, 0, absl::Seconds(3));
   ASSERT_TRUE(client->PushAsync(keys, grads, ones, zeros).ok());
   std::vector<float> rows;
   bool landed = false, thawed_then = true;
   for (absl::Time give_up = absl::Now() + absl::Seconds(3);
        !landed && absl::Now() < give_up;
        absl::SleepFor(absl::Milliseconds(20))) {
-    thawed_then = thawed.HasBeenNotified();
+    thawed_then = freeze.thawed();
     rows = ReadAll(fleet, keys);
     landed = true;
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -406,8 +415,7 @@ TEST_P(PsClientMoveTest, PushesToAFrozenShardsNeighboursGoOn) {
     }
   }
   ASSERT_TRUE(client->Flush().ok());
-  EXPECT_TRUE(thawed.HasBeenNotified());
-  freezer.join();
+  EXPECT_TRUE(freeze.thawed());
   EXPECT_EQ(ReadAll(fleet, keys), std::vector<float>(keys.size(), 1.0f));
 }
 

@@ -182,7 +182,7 @@ void PushQueue::ReleaseHeldLocked(std::deque<OwedPush>* owed) {
                 held_rows_.oldest);
     held_rows_.Clear();
   }
-  std::fill(held_.begin(), held_.end(), 0);
+  held_.clear();  // empty while nothing is held: senders skip the check
 }
 
 std::vector<uint8_t> PushQueue::HeldShards() const {
@@ -319,6 +319,11 @@ absl::Status PushQueue::SendBatch(const MergedPush& batch,
     const std::vector<uint8_t> held = HeldShards();
     rows.clear();
     hold.clear();
+    if (held.empty()) {  // the common case: no shard's hash looked up
+      const size_t end =
+          std::min(batch.size(), next + options_.max_keys_per_request);
+      for (; next < end; ++next) rows.push_back(next);
+    }
     for (; next < batch.size() && rows.size() < options_.max_keys_per_request;
          ++next) {
       const uint32_t shard = ShardOf(batch.keys[next], num_shards);
@@ -391,7 +396,9 @@ absl::Status PushQueue::SendOwed(std::deque<OwedPush>* owed,
       return shard < held.size() && held[shard] ? 1 : 0;
     };
     bool any_held = false;
-    for (uint64_t key : front.request.keys()) any_held |= is_held(key) != 0;
+    if (!held.empty()) {
+      for (uint64_t key : front.request.keys()) any_held |= is_held(key) != 0;
+    }
     if (any_held) {
       ps::PushRequest free;
       for (auto& [group, piece] :

@@ -179,8 +179,9 @@ class PushQueue {
   bool stop_ = false;                           // guarded by mu_
   absl::Status error_;                          // guarded by mu_
   // Held shards (see the file comment), all guarded by mu_: held_[shard]
-  // is 1 while held; the held parts in sequence order; the held rows; when
-  // the first of them was held, the next probe and the probe backoff.
+  // is 1 while held, held_ empty when none is; the held parts in sequence
+  // order; the held rows; when the first of them was held, the next probe and
+  // the probe backoff.
   std::vector<uint8_t> held_;
   std::deque<OwedPush> held_owed_;
   MergedPush held_rows_;
