@@ -68,24 +68,38 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
 
 // Writes `port` to `path` atomically (by rename): readers never see a
 // partial number.
-void WritePortFile(const std::string& path, int port) {
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
-    out << port << "\n";
+    out << text;
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    SAMPAN_LOG(WARNING) << "cannot write " << path;
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+void WritePortFile(const std::string& path, int port) {
+  if (absl::Status s = WriteFileAtomically(path, absl::StrCat(port, "\n"));
+      !s.ok()) {
+    SAMPAN_LOG(WARNING) << s.message();
   }
 }
 
 std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
-                                                 const JobConfig& config) {
+                                                 const JobConfig& config,
+                                                 std::vector<HttpPage> pages) {
   if (!flags.Has("metrics_port")) return nullptr;
   MetricsServerOptions options;
   options.host = config.cluster().host();
   options.port = IntFlagOrExit(flags, "metrics_port", 0);
   options.security = SecurityOptionsFromJob(config);
+  options.pages = std::move(pages);
   auto server = MetricsServer::Start(options);
   if (!server.ok()) {
     if (absl::IsFailedPrecondition(server.status()) ||

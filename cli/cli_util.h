@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,6 +42,10 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentialsOrExit(
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
     const JobConfig& config);
 
+// Writes `text` to `path` through a temporary file renamed into place.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::string& text);
+
 // Writes `port` to `path` atomically (by rename).
 void WritePortFile(const std::string& path, int port);
 
@@ -48,9 +53,10 @@ void WritePortFile(const std::string& path, int port);
 // given (0 = any), under the job's cluster.security (HTTPS and the token
 // when secured; common/metrics.h), writing the bound port to
 // --metrics_port_file when given; null otherwise. A setting the listen
-// policy refuses exits with status 2.
-std::unique_ptr<MetricsServer> MaybeStartMetrics(const Flags& flags,
-                                                 const JobConfig& config);
+// policy refuses exits with status 2. `pages` are served beside /metrics.
+std::unique_ptr<MetricsServer> MaybeStartMetrics(
+    const Flags& flags, const JobConfig& config,
+    std::vector<HttpPage> pages = {});
 
 // `sampan serve`: one process with every row (the default), a lookup shard
 // (--role=lookup --shard=I) or a predictor front end (--role=predictor).

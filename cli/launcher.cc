@@ -25,6 +25,7 @@
 #include "cli/job_summary.h"
 #include "cli/progress.h"
 #include "cli/resume.h"
+#include "cli/status.h"
 #include "cli/synthetic_data.h"
 #include "common/config.h"
 #include "common/security.h"
@@ -262,6 +263,21 @@ class Launcher {
     child.restarts_left = config_.cluster().max_restarts();
   }
 
+  // Says once where the live job page is (cli/job_page.h), when the
+  // coordinator serves it.
+  void AnnouncePage() {
+    if (page_announced_) return;
+    const std::string url = JobPageUrl(config_);
+    if (url.empty()) return;
+    page_announced_ = true;
+    std::cerr << "live job page: " << url
+              << (config_.cluster().security().token_file().empty()
+                      ? ""
+                      : "#token=<the job's token>")
+              << " (frozen into " << config_.output_dir()
+              << "/job.html at the end)\n";
+  }
+
   // Says once where predictions are served, when the server has its port.
   void AnnounceServing() {
     if (serve_port_file_.empty() || serving_announced_) return;
@@ -491,6 +507,7 @@ class Launcher {
     while (!g_interrupted) {
       if (Reap()) return ReportFailure();
       AnnounceServing();
+      AnnouncePage();
       if (AllTrainersDone()) {
         // Their last heartbeats hold the final counts: the last line shows
         // them, not those of up to an interval before the end.
@@ -600,6 +617,7 @@ class Launcher {
   std::string failure_;
   std::string serve_port_file_;  // serving.enabled
   bool serving_announced_ = false;
+  bool page_announced_ = false;
   int serve_restarts_ = 0;
   int coordinator_restarts_ = 0;
   CoordinatorOutages outages_;

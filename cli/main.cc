@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/cli_util.h"
 #include "cli/job_metrics.h"
+#include "cli/job_page.h"
 #include "cli/launcher.h"
 #include "cli/predict.h"
 #include "cli/scale.h"
@@ -177,9 +178,17 @@ int CoordinatorMain(int argc, char** argv) {
       IntFlagOrExit(inv.flags, "port", inv.config.cluster().coordinator_port());
   options.port_file = inv.flags.Get("port_file");
   options.credentials = ServerCredentialsOrExit(inv.config);
-  auto metrics = MaybeStartMetrics(inv.flags, inv.config);
-  // Job-level metrics from the heartbeats, read back on every tick through
-  // our own JobStatus RPC, which has a deadline.
+  // The live job page (cli/job_page.h) beside /metrics: a shell without
+  // the job's data, and the body it fetches under the token.
+  JobPage page({.job_name = inv.config.name()});
+  auto metrics = MaybeStartMetrics(
+      inv.flags, inv.config,
+      {{.path = "/job",
+        .render = [&page] { return page.Shell(); },
+        .without_token = true},
+       {.path = "/job/body", .render = [&page] { return page.Body(); }}});
+  // Job-level metrics and the page from the heartbeats, read back on every
+  // tick through our own JobStatus RPC, which has a deadline.
   std::unique_ptr<JobMetrics> job_metrics;
   std::unique_ptr<CoordinatorClient> self;
   if (metrics != nullptr) {
@@ -197,11 +206,29 @@ int CoordinatorMain(int argc, char** argv) {
       ExitIfSuperseded(*service);
       if (self == nullptr) return;
       absl::StatusOr<coord::JobStatusResponse> status = self->JobStatus();
-      if (status.ok()) job_metrics->Update(*status, absl::Now());
+      if (!status.ok()) return;
+      job_metrics->Update(*status, absl::Now());
+      page.Update(*status, absl::Now());
     };
   }
   if (!options.on_tick) options.on_tick = [&] { ExitIfSuperseded(*service); };
   absl::Status s = ServeUntilSignal(service.get(), options);
+  if (metrics != nullptr && !inv.config.output_dir().empty()) {
+    // The page as the job ended, beside its logs: with the final heartbeats
+    // (the server is down; the handler is called directly).
+    grpc::ServerContext context;
+    const coord::JobStatusRequest request;
+    coord::JobStatusResponse last;
+    if (service->JobStatus(&context, &request, &last).ok()) {
+      page.Update(last, absl::Now());
+    }
+    const std::string path = inv.config.output_dir() + "/job.html";
+    if (absl::Status w = WriteFileAtomically(path, page.Frozen()); !w.ok()) {
+      SAMPAN_LOG(WARNING) << "job page: " << w.message();
+    } else {
+      SAMPAN_LOG(INFO) << "job page frozen in " << path;
+    }
+  }
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -331,6 +358,13 @@ int PserverMain(int argc, char** argv) {
     coord::HeartbeatRequest req;
     req.set_role(coord::PSERVER);
     req.set_index(index);
+    const PserverLoad load = pserver->Load();
+    coord::PserverLoad* out = req.mutable_load();
+    out->set_index(index);
+    out->set_rows(load.rows);
+    out->set_keys_pulled(load.keys_pulled);
+    out->set_keys_pushed(load.keys_pushed);
+    out->set_resident_memory_bytes(ResidentMemoryBytes());
     absl::Status s = coordinator->Heartbeat(req);
     // A restarted coordinator has forgotten us: register again.
     if (absl::IsNotFound(s)) s = register_pserver();

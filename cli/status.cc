@@ -17,39 +17,10 @@ namespace {
 
 constexpr int kExitUsage = 2;
 
-struct Totals {
-  uint64_t examples = 0;
-  double loss_sum = 0;
-  double auc_weighted = 0;
-  double fraction = 0;
-  int finished = 0;
-};
-
-Totals Sum(const coord::JobStatusResponse& s) {
-  Totals t;
-  for (const coord::TrainerProgress& p : s.trainers()) {
-    t.examples += p.examples();
-    t.loss_sum += p.loss_sum();
-    t.auc_weighted += p.train_auc() * p.examples();
-    t.fraction += p.fraction_done();
-    t.finished += p.finished() ? 1 : 0;
-  }
-  if (s.trainers_size() > 0) t.fraction /= s.trainers_size();
-  return t;
-}
-
 int Alive(const google::protobuf::RepeatedPtrField<coord::Member>& members) {
   int n = 0;
   for (const coord::Member& m : members) n += m.alive() ? 1 : 0;
   return n;
-}
-
-std::string State(const coord::JobStatusResponse& s, const Totals& t) {
-  if (s.spec().num_trainers() > 0 && t.finished == s.spec().num_trainers()) {
-    return "FINISHED";
-  }
-  if (!s.spec().complete()) return "STARTING";
-  return t.examples > 0 ? "RUNNING" : "WAITING";
 }
 
 // Address of a local job's coordinator, from the port file `sampan run`
@@ -68,6 +39,36 @@ absl::StatusOr<std::string> LocalCoordinator(const JobConfig& config,
 }
 
 }  // namespace
+
+JobTotals SumTrainers(const coord::JobStatusResponse& s) {
+  JobTotals t;
+  for (const coord::TrainerProgress& p : s.trainers()) {
+    t.examples += p.examples();
+    t.loss_sum += p.loss_sum();
+    t.auc_weighted += p.train_auc() * p.examples();
+    t.fraction += p.fraction_done();
+    t.finished += p.finished() ? 1 : 0;
+  }
+  if (s.trainers_size() > 0) t.fraction /= s.trainers_size();
+  return t;
+}
+
+std::string JobState(const coord::JobStatusResponse& s) {
+  const JobTotals t = SumTrainers(s);
+  if (s.spec().num_trainers() > 0 && t.finished == s.spec().num_trainers()) {
+    return "FINISHED";
+  }
+  if (!s.spec().complete()) return "STARTING";
+  return t.examples > 0 ? "RUNNING" : "WAITING";
+}
+
+std::string JobPageUrl(const JobConfig& config) {
+  std::ifstream in(config.output_dir() + "/metrics/coordinator.port");
+  int port = 0;
+  if (!(in >> port) || port <= 0) return "";
+  return absl::StrCat(SecurityOptionsFromJob(config).tls() ? "https" : "http",
+                      "://", config.cluster().host(), ":", port, "/job");
+}
 
 std::string FleetLine(const coord::FleetStatus& f) {
   if (f.size() == 0) return "";  // a coordinator from before elasticity
@@ -94,7 +95,7 @@ std::string FormatJobStatus(const std::string& job_name,
                             const coord::JobStatusResponse& before,
                             const coord::JobStatusResponse& now,
                             absl::Duration dt) {
-  const Totals t0 = Sum(before), t = Sum(now);
+  const JobTotals t0 = SumTrainers(before), t = SumTrainers(now);
   const double seconds = absl::ToDoubleSeconds(dt);
   const double rate = seconds > 0 && t.examples >= t0.examples
                           ? (t.examples - t0.examples) / seconds
@@ -106,7 +107,7 @@ std::string FormatJobStatus(const std::string& job_name,
       "alive, %d finished\n"
       "progress: %.1f%% done, %d examples, %.0f examples/s, loss %.4f, "
       "train AUC %.4f\n",
-      job_name, State(now, t), now.elapsed_seconds(), Alive(spec.pservers()),
+      job_name, JobState(now), now.elapsed_seconds(), Alive(spec.pservers()),
       spec.num_pservers(), spec.shard_map().version(), Alive(spec.trainers()),
       spec.num_trainers(), t.finished, 100 * t.fraction, t.examples, rate,
       t.examples ? t.loss_sum / t.examples : 0,
@@ -205,6 +206,13 @@ int StatusMain(int argc, char** argv) {
   auto now = (*client)->JobStatus();
   if (!now.ok()) now = before;  // finished between the calls
   std::cout << FormatJobStatus(name, *before, *now, absl::Now() - t0);
+  if (const std::string url = JobPageUrl(config); !url.empty()) {
+    std::cout << "live page: " << url
+              << (config.cluster().security().token_file().empty()
+                      ? ""
+                      : "#token=<the job's token>")
+              << "\n";
+  }
   return 0;
 }
 

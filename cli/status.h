@@ -23,6 +23,25 @@
 
 namespace sampan {
 
+// The trainers' progress summed: examples, their loss sum and train AUC
+// weighted by examples, the mean fraction of input done, ranks finished.
+struct JobTotals {
+  uint64_t examples = 0;
+  double loss_sum = 0;
+  double auc_weighted = 0;
+  double fraction = 0;
+  int finished = 0;
+};
+JobTotals SumTrainers(const coord::JobStatusResponse& status);
+
+// STARTING (not every pserver registered), WAITING (no example trained
+// yet), RUNNING or FINISHED (every trainer finished its input).
+std::string JobState(const coord::JobStatusResponse& status);
+
+// The live job page of a local job (`sampan run` writes the coordinator's
+// metrics port under <output_dir>/metrics), or "" when none is running.
+std::string JobPageUrl(const JobConfig& config);
+
 // "fleet: rescaling 2 -> 3 pservers, ..." while a rescale is under way or
 // after one; "" otherwise (the progress line and `sampan status` show it).
 std::string FleetLine(const coord::FleetStatus& fleet);

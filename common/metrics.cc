@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -22,6 +23,15 @@
 #include "prometheus/text_serializer.h"
 
 namespace sampan {
+
+uint64_t ResidentMemoryBytes() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return static_cast<uint64_t>(std::max(0L, pages_resident)) *
+         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
 namespace {
 
 // Process metrics in the names every Prometheus client library uses.
@@ -31,7 +41,7 @@ class ProcessCollector : public prometheus::Collectable {
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     return {Gauge("process_resident_memory_bytes", "Resident memory size.",
-                  ResidentBytes()),
+                  static_cast<double>(ResidentMemoryBytes())),
             Counter("process_cpu_seconds_total",
                     "User and system CPU time spent.", CpuSeconds()),
             Gauge("process_start_time_seconds",
@@ -53,13 +63,6 @@ class ProcessCollector : public prometheus::Collectable {
     f.metric.emplace_back();
     f.metric.back().counter.value = value;
     return f;
-  }
-
-  static double ResidentBytes() {
-    std::ifstream statm("/proc/self/statm");
-    long pages_total = 0, pages_resident = 0;
-    statm >> pages_total >> pages_resident;
-    return static_cast<double>(pages_resident) * sysconf(_SC_PAGESIZE);
   }
 
   static double CpuSeconds() {
@@ -138,8 +141,9 @@ const std::vector<double>& LatencyBuckets() {
 // thread alone touches `base`, `http` and the connections after Start()
 // returns, and the destructor touches them only after joining it.
 struct MetricsServer::Impl {
-  SSL_CTX* tls = nullptr;  // null: plaintext
-  std::string expected;    // "Bearer <token>"; empty: no token asked for
+  SSL_CTX* tls = nullptr;       // null: plaintext
+  std::string expected;         // "Bearer <token>"; empty: no token asked for
+  std::vector<HttpPage> pages;  // read-only once the loop runs
   event_base* base = nullptr;
   evhttp* http = nullptr;
   event* ticker = nullptr;  // polls `stop` on the loop thread
@@ -183,37 +187,63 @@ struct MetricsServer::Impl {
     static_cast<Impl*>(arg)->Serve(req);
   }
 
-  void Serve(evhttp_request* req) {
+  // A page's callback: `arg` is one of `pages`; the Impl is its owner's.
+  struct PageArg {
+    Impl* impl;
+    const HttpPage* page;
+  };
+  std::vector<std::unique_ptr<PageArg>> page_args;
+
+  static void HandlePage(evhttp_request* req, void* arg) {
+    const PageArg* a = static_cast<const PageArg*>(arg);
+    if (!a->impl->Allowed(req, a->page->without_token)) return;
+    const std::string text = a->page->render();
+    Reply(req, a->page->content_type, text);
+  }
+
+  static void Reply(evhttp_request* req, const std::string& content_type,
+                    const std::string& text) {
+    evbuffer* body = evbuffer_new();
+    evbuffer_add(body, text.data(), text.size());
+    evkeyvalq* headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", content_type.c_str());
+    evhttp_add_header(headers, "Cache-Control", "no-store");
+    evhttp_send_reply(req, HTTP_OK, "OK", body);
+    evbuffer_free(body);
+  }
+
+  // Sends the refusal and returns false for a request the policy refuses.
+  bool Allowed(evhttp_request* req, bool without_token) {
     if (tls != nullptr) {
       bufferevent* bev =
           evhttp_connection_get_bufferevent(evhttp_request_get_connection(req));
       if (bev == nullptr || bufferevent_openssl_get_ssl(bev) == nullptr) {
         evhttp_send_error(req, 403, "TLS required");
-        return;
+        return false;
       }
     }
-    if (!expected.empty()) {
+    if (!expected.empty() && !without_token) {
       const char* got = evhttp_find_header(
           evhttp_request_get_input_headers(req), "Authorization");
       if (got == nullptr || !ConstantTimeEquals(got, expected)) {
         evhttp_add_header(evhttp_request_get_output_headers(req),
                           "WWW-Authenticate", "Bearer");
         evhttp_send_error(req, 401, "Unauthorized");
-        return;
+        return false;
       }
     }
+    return true;
+  }
+
+  void Serve(evhttp_request* req) {
+    if (!Allowed(req, /*without_token=*/false)) return;
     std::vector<prometheus::MetricFamily> families =
         SharedRegistry()->Collect();
     for (prometheus::MetricFamily& f : process.Collect()) {
       families.push_back(std::move(f));
     }
-    const std::string text = prometheus::TextSerializer().Serialize(families);
-    evbuffer* body = evbuffer_new();
-    evbuffer_add(body, text.data(), text.size());
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; version=0.0.4; charset=utf-8");
-    evhttp_send_reply(req, HTTP_OK, "OK", body);
-    evbuffer_free(body);
+    Reply(req, "text/plain; version=0.0.4; charset=utf-8",
+          prometheus::TextSerializer().Serialize(families));
   }
 };
 
@@ -247,6 +277,20 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     evhttp_set_bevcb(impl->http, &Impl::TlsConnection, impl->tls);
   }
   evhttp_set_cb(impl->http, "/metrics", &Impl::Handle, impl.get());
+  impl->pages = options.pages;
+  for (const HttpPage& page : impl->pages) {
+    if (page.path.empty() || page.path[0] != '/' || page.path == "/metrics" ||
+        !page.render) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metrics: page '", page.path,
+                       "' needs a path starting with / (not /metrics) and a "
+                       "render function"));
+    }
+    impl->page_args.push_back(
+        std::make_unique<Impl::PageArg>(Impl::PageArg{impl.get(), &page}));
+    evhttp_set_cb(impl->http, page.path.c_str(), &Impl::HandlePage,
+                  impl->page_args.back().get());
+  }
   evhttp_set_gencb(impl->http, &Impl::NotFound, nullptr);
   evhttp_bound_socket* socket = evhttp_bind_socket_with_handle(
       impl->http, options.host.c_str(), static_cast<uint16_t>(options.port));

@@ -20,6 +20,8 @@
 #ifndef SAMPAN_COMMON_METRICS_H_
 #define SAMPAN_COMMON_METRICS_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +41,20 @@ prometheus::Registry& MetricsRegistry();
 // Latency buckets from 50 µs to about 10 s, for RPC histograms.
 const std::vector<double>& LatencyBuckets();
 
+// The process's resident memory, from /proc/self/statm.
+uint64_t ResidentMemoryBytes();
+
+// Another page on the metrics server, under the same policy (TLS, then the
+// token unless `without_token`: for a page that carries no data of the
+// job, such as a shell that fetches the rest with the token). `render` runs
+// on the server's thread for every GET and must be thread-safe.
+struct HttpPage {
+  std::string path;  // "/job"
+  std::string content_type = "text/html; charset=utf-8";
+  std::function<std::string()> render;
+  bool without_token = false;
+};
+
 struct MetricsServerOptions {
   // Address to listen on; port 0 picks a free one.
   std::string host = "127.0.0.1";
@@ -46,10 +62,12 @@ struct MetricsServerOptions {
   // The job's cluster.security: TLS (cert and key: HTTPS only) and the
   // bearer token scrapes must carry, under the listen policy above.
   SecurityOptions security;
+  std::vector<HttpPage> pages;
 };
 
-// Serves /metrics from one thread of its own until destroyed. Other paths
-// get 404, methods other than GET and HEAD 501 (libevent's answer).
+// Serves /metrics and options.pages from one thread of its own until
+// destroyed. Other paths get 404, methods other than GET and HEAD 501
+// (libevent's answer).
 class MetricsServer {
  public:
   // FailedPrecondition/InvalidArgument when the listen policy forbids the

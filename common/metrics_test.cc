@@ -154,6 +154,48 @@ TEST_F(MetricsTest, SecuredServesHttpsToTheTokenOnly) {
   EXPECT_EQ(Curl(ca + Bearer() + url).code, 200);
 }
 
+// Pages beside /metrics: the same TLS and token, except for a page that
+// says it carries no data.
+TEST_F(MetricsTest, PagesFollowThePolicyOfMetrics) {
+  MetricsServerOptions o;
+  o.host = "0.0.0.0";
+  o.security = Pki().Secured();
+  int renders = 0;  // read after the server is gone
+  o.pages = {
+      {.path = "/job",
+       .render = [] { return std::string("<p>shell</p>"); },
+       .without_token = true},
+      {.path = "/job/body", .content_type = "text/plain", .render = [&renders] {
+         return absl::StrCat("secret body ", ++renders);
+       }}};
+  auto server = MetricsServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string base =
+      absl::StrCat("https://localhost:", (*server)->port());
+  const std::string ca = "--cacert " + Pki().ca + " ";
+  Reply shell = Curl(ca + base + "/job");
+  EXPECT_EQ(shell.code, 200);
+  EXPECT_EQ(shell.body, "<p>shell</p>");
+  Reply none = Curl(ca + base + "/job/body");
+  EXPECT_EQ(none.code, 401);
+  EXPECT_EQ(none.body.find("secret"), std::string::npos);
+  Reply body = Curl(ca + Bearer() + base + "/job/body");
+  EXPECT_EQ(body.code, 200);
+  EXPECT_EQ(body.body, "secret body 1");
+  // Still HTTPS only, token or not.
+  Reply plain =
+      Curl(absl::StrCat("http://127.0.0.1:", (*server)->port(), "/job"));
+  EXPECT_NE(plain.code, 200);
+  server->reset();
+  EXPECT_EQ(renders, 1);
+
+  MetricsServerOptions bad;
+  bad.pages = {{.path = "/metrics", .render = [] { return std::string(); }}};
+  EXPECT_TRUE(absl::IsInvalidArgument(MetricsServer::Start(bad).status()));
+  bad.pages = {{.path = "job", .render = [] { return std::string(); }}};
+  EXPECT_TRUE(absl::IsInvalidArgument(MetricsServer::Start(bad).status()));
+}
+
 TEST_F(MetricsTest, UnreadableFilesAreErrors) {
   SecurityOptions bad = Pki().Secured();
   bad.cert_file = Pki().dir + "/missing.pem";

@@ -230,6 +230,12 @@ class CheckpointerImpl final : public Checkpointer {
     if (error.empty()) {
       round->state = Round::kCompleted;
       metrics_->completed->Increment();
+      status_.set_completed(status_.completed() + 1);
+      status_.set_last_epoch(round->epoch);
+      status_.set_last_completed_unix_seconds(absl::ToUnixMillis(absl::Now()) /
+                                              1e3);
+      status_.set_last_seconds(
+          absl::ToDoubleSeconds(absl::Now() - round->start));
       metrics_->duration->Observe(
           absl::ToDoubleSeconds(absl::Now() - round->start));
       SAMPAN_LOG(INFO) << "checkpoint " << round->epoch << " complete in "
@@ -375,6 +381,9 @@ class CheckpointerImpl final : public Checkpointer {
     round->state = Round::kAbandoned;
     round->reason = reason;
     metrics_->abandoned->Increment();
+    status_.set_abandoned(status_.abandoned() + 1);
+    status_.set_last_abandoned_reason(
+        absl::StrCat("checkpoint ", round->epoch, ": ", reason));
     SAMPAN_LOG(WARNING) << "checkpoint " << round->epoch
                         << " abandoned: " << reason;
     // A replacement may be writing a checkpoint of the same number.
@@ -383,6 +392,11 @@ class CheckpointerImpl final : public Checkpointer {
     fs::remove_all(CheckpointDir(root_, round->epoch), ec);
     if (!round->dense_file.empty()) fs::remove(round->dense_file, ec);
     End(round);
+  }
+
+  coord::CheckpointStatus Summary() const override {
+    absl::MutexLock lock(&mu_);
+    return status_;
   }
 
   void End(const std::shared_ptr<Round>& round)
@@ -400,8 +414,9 @@ class CheckpointerImpl final : public Checkpointer {
   const bool hybrid_;
   const absl::Time start_;
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::Time last_end_ ABSL_GUARDED_BY(mu_);
+  coord::CheckpointStatus status_ ABSL_GUARDED_BY(mu_);
   uint64_t next_epoch_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<Round> round_ ABSL_GUARDED_BY(mu_);
   std::map<int, uint64_t> steps_ ABSL_GUARDED_BY(mu_);

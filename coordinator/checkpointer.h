@@ -74,6 +74,9 @@ class Checkpointer {
   virtual grpc::Status Arrive(grpc::ServerContext* context,
                               const coord::CheckpointArriveRequest& request,
                               coord::CheckpointArriveResponse* response) = 0;
+
+  // Checkpoints completed and abandoned since this coordinator started.
+  virtual coord::CheckpointStatus Summary() const = 0;
 };
 
 }  // namespace sampan

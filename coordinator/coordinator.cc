@@ -155,6 +155,7 @@ class CoordinatorImpl final : public CoordinatorService {
       }
       it->second.last_heartbeat = absl::Now();
       if (req->has_progress()) it->second.progress = req->progress();
+      if (req->has_load()) it->second.load = req->load();
     }
     checkpointer_->OnHeartbeat(*req, resp);
     return Status::OK;
@@ -257,6 +258,8 @@ class CoordinatorImpl final : public CoordinatorService {
     if (Status s = Fence(context, "JobStatus"); !s.ok()) return s;
     const ShardMap map = fleet_->Map();
     *resp->mutable_fleet() = fleet_->Status();
+    // Not under mu_: the checkpointer has a lock of its own.
+    *resp->mutable_checkpoints() = checkpointer_->Summary();
     absl::MutexLock lock(&mu_);
     resp->set_coordinator_incarnations(incarnations_);
     resp->set_coordinator_epoch(epoch_);
@@ -265,6 +268,12 @@ class CoordinatorImpl final : public CoordinatorService {
       auto it = members_.find({coord::TRAINER, r});
       *resp->add_trainers() =
           it == members_.end() ? coord::TrainerProgress() : it->second.progress;
+    }
+    for (const coord::Member& m : resp->spec().pservers()) {
+      coord::PserverLoad* load = resp->add_pserver_loads();
+      auto it = members_.find({coord::PSERVER, m.index()});
+      if (it != members_.end()) *load = it->second.load;
+      load->set_index(m.index());
     }
     resp->set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     return Status::OK;
@@ -281,6 +290,7 @@ class CoordinatorImpl final : public CoordinatorService {
     coord::Member member;
     absl::Time last_heartbeat;
     coord::TrainerProgress progress;
+    coord::PserverLoad load;  // pservers
   };
   struct BarrierState {
     std::set<int> arrived;

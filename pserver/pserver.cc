@@ -107,6 +107,16 @@ class PserverImpl final : public Pserver, public CallbackMethods {
     metrics_->table_redo_log_bytes->Set(sum.redo_log_bytes);
   }
 
+  PserverLoad Load() const override {
+    PserverLoad load;
+    load.rows = static_cast<uint64_t>(metrics_->table_rows->Value());
+    load.keys_pulled = static_cast<uint64_t>(
+        metrics_->keys[static_cast<int>(Method::kPull)]->Value());
+    load.keys_pushed = static_cast<uint64_t>(
+        metrics_->keys[static_cast<int>(Method::kPush)]->Value());
+    return load;
+  }
+
   void Stop() override {
     pull_pool_.Stop();
     push_pool_.Stop();

@@ -97,6 +97,12 @@ struct PserverOptions {
   std::function<uint64_t()> newest_coordinator_epoch;
 };
 
+// What a pserver tells the coordinator with its heartbeats (the job page).
+struct PserverLoad {
+  uint64_t rows = 0;  // all tables, as of the last RefreshGauges
+  uint64_t keys_pulled = 0, keys_pushed = 0;  // since the process started
+};
+
 class Pserver {
  public:
   // Serves `table` as table 0. Registers its metrics in MetricsRegistry().
@@ -118,6 +124,9 @@ class Pserver {
   // periodically. Does not wait for a shrink in progress: the table gauges
   // then keep their values until it ends.
   virtual void RefreshGauges() = 0;
+
+  // Thread-safe; reads the gauges and counters this process serves.
+  virtual PserverLoad Load() const = 0;
 
   // What the SetShards RPC does, for the pserver's own process (the
   // coordinator's Register answer): FAILED_PRECONDITION for a version older

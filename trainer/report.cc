@@ -16,7 +16,17 @@ constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c",
                                "#9467bd", "#ff7f0e", "#8c564b"};
 
-std::string Escape(const std::string& s) {
+}  // namespace
+
+std::string Clock(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  if (s >= 3600) {
+    return absl::StrFormat("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+  }
+  return absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+std::string EscapeHtml(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '<')
@@ -32,6 +42,8 @@ std::string Escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 using Getter = std::function<double(const CurvePoint&)>;
 
@@ -57,15 +69,6 @@ std::string HumanNumber(double v, double step) {
     if (digits.back() == '.') digits.pop_back();
   }
   return digits + unit;
-}
-
-// Seconds as a clock: "0:45", "12:30", "1:02:03".
-std::string Clock(double seconds) {
-  const long s = std::lround(std::max(0.0, seconds));
-  if (s >= 3600) {
-    return absl::StrFormat("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
-  }
-  return absl::StrFormat("%d:%02d", s / 60, s % 60);
 }
 
 // A tick step giving about five ticks over `range`: 1, 2 or 5 x 10^k, or
@@ -97,18 +100,18 @@ std::vector<double> Ticks(double lo, double hi, double step) {
   return out;
 }
 
-// One line chart: x = p.seconds as a clock, or, with `x_label`, a count
-// (integer ticks: a pass index); y = get(point), ticks in human units.
-std::string Chart(const std::string& title, const std::string& y_label,
-                  const std::vector<ReportSeries>& series, const Getter& get,
-                  const std::string& x_label = "") {
+}  // namespace
+
+std::string RenderChart(const std::string& title, const std::string& y_label,
+                        const std::vector<ChartSeries>& series,
+                        const std::string& x_label) {
   const bool time = x_label.empty();
   double x_max = 1e-9, y_min = INFINITY, y_max = -INFINITY;
-  for (const ReportSeries& s : series) {
-    for (const CurvePoint& p : s.points) {
-      x_max = std::max(x_max, p.seconds);
-      y_min = std::min(y_min, get(p));
-      y_max = std::max(y_max, get(p));
+  for (const ChartSeries& s : series) {
+    for (const auto& [x, y] : s.points) {
+      x_max = std::max(x_max, x);
+      y_min = std::min(y_min, y);
+      y_max = std::max(y_max, y);
     }
   }
   if (!std::isfinite(y_min)) y_min = 0, y_max = 1;
@@ -128,7 +131,7 @@ std::string Chart(const std::string& title, const std::string& y_label,
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
       "<text x=\"%.0f\" y=\"22\" font-size=\"15\" "
       "font-weight=\"bold\">%s</text>\n",
-      kWidth, kHeight, Escape(title), kLeft, Escape(title));
+      kWidth, kHeight, EscapeHtml(title), kLeft, EscapeHtml(title));
   // Axes with ticks.
   absl::StrAppendFormat(
       &svg,
@@ -150,7 +153,7 @@ std::string Chart(const std::string& title, const std::string& y_label,
                         "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
                         "text-anchor=\"middle\">%s</text></g>\n",
                         kLeft + pw / 2, kHeight - 10,
-                        Escape(time ? "time (m:ss)" : x_label));
+                        EscapeHtml(time ? "time (m:ss)" : x_label));
   absl::StrAppendFormat(
       &svg,
       "<g class=\"axis y-axis\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
@@ -171,23 +174,26 @@ std::string Chart(const std::string& title, const std::string& y_label,
       &svg,
       "<text transform=\"translate(16,%.1f) rotate(-90)\" font-size=\"12\" "
       "text-anchor=\"middle\">%s</text></g>\n",
-      kTop + ph / 2, Escape(y_label));
+      kTop + ph / 2, EscapeHtml(y_label));
   for (size_t k = 0; k < series.size(); ++k) {
     const char* color = kColors[k % 6];
     std::string points;
-    for (const CurvePoint& p : series[k].points) {
-      absl::StrAppendFormat(&points, "%.1f,%.1f ", X(p.seconds), Y(get(p)));
+    for (const auto& [x, y] : series[k].points) {
+      absl::StrAppendFormat(&points, "%.1f,%.1f ", X(x), Y(y));
     }
     absl::StrAppendFormat(
         &svg,
         "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" "
         "stroke-width=\"2\" points=\"%s\"><title>%s</title></polyline>\n",
-        color, points, Escape(series[k].name));
-    for (const CurvePoint& p : series[k].points) {
-      absl::StrAppendFormat(&svg,
-                            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
-                            "fill=\"%s\"/>\n",
-                            X(p.seconds), Y(get(p)), color);
+        color, points, EscapeHtml(series[k].name));
+    // Dots where they stay apart; a long live curve is a line.
+    if (series[k].points.size() <= 60) {
+      for (const auto& [x, y] : series[k].points) {
+        absl::StrAppendFormat(&svg,
+                              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+                              "fill=\"%s\"/>\n",
+                              X(x), Y(y), color);
+      }
     }
     absl::StrAppendFormat(
         &svg,
@@ -195,27 +201,46 @@ std::string Chart(const std::string& title, const std::string& y_label,
         "height=\"4\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" "
         "font-size=\"11\">%s</text></g>\n",
         kLeft + pw - 110, kTop + 6 + 16 * k, color, kLeft + pw - 94,
-        kTop + 12 + 16 * k, Escape(series[k].name));
+        kTop + 12 + 16 * k, EscapeHtml(series[k].name));
   }
   return svg + "</svg>\n";
 }
 
-// The page up to its heading: the title, one style, no scripts.
-std::string PageHead(const std::string& title) {
-  return absl::StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>",
-      Escape(title),
-      "</title><style>body{font-family:sans-serif;margin:20px}"
-      "svg{display:block;margin:12px 0;border:1px solid #ccc}</style>"
-      "</head><body>\n<h1>",
-      Escape(title), "</h1>\n");
+namespace {
+
+// A chart of CurvePoints: x = p.seconds, y = get(p).
+std::string Chart(const std::string& title, const std::string& y_label,
+                  const std::vector<ReportSeries>& series, const Getter& get,
+                  const std::string& x_label = "") {
+  std::vector<ChartSeries> lines;
+  for (const ReportSeries& s : series) {
+    lines.push_back({s.name, {}});
+    for (const CurvePoint& p : s.points) {
+      lines.back().points.emplace_back(p.seconds, get(p));
+    }
+  }
+  return RenderChart(title, y_label, lines, x_label);
 }
 
 }  // namespace
 
+std::string HtmlPageHead(const std::string& title) {
+  return absl::StrCat(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>",
+      EscapeHtml(title),
+      "</title><style>body{font-family:sans-serif;margin:20px}"
+      "svg{display:inline-block;margin:8px 8px 8px 0;border:1px solid #ccc}"
+      "table{border-collapse:collapse;margin:8px 0}"
+      "td,th{border:1px solid #ccc;padding:3px 8px}"
+      "td{text-align:right}th{text-align:left;background:#f4f4f4}"
+      ".dead{color:#b00;font-weight:bold}</style>"
+      "</head><body>\n<h1>",
+      EscapeHtml(title), "</h1>\n");
+}
+
 std::string RenderReport(const std::string& title,
                          const std::vector<ReportSeries>& series) {
-  std::string html = PageHead(title);
+  std::string html = HtmlPageHead(title);
   html += Chart("Test AUC over time", "test AUC", series,
                 [](const CurvePoint& p) { return p.test.auc; });
   html += Chart("Test logloss over time", "test logloss", series,
@@ -232,7 +257,7 @@ std::string RenderReport(const std::string& title,
     absl::StrAppendFormat(&html,
                           "<tr><td>%s</td><td>%.1f</td><td>%d</td><td>%.4f"
                           "</td><td>%.4f</td><td>%.3f</td></tr>\n",
-                          Escape(s.name), p.seconds, p.examples, p.test.auc,
+                          EscapeHtml(s.name), p.seconds, p.examples, p.test.auc,
                           p.test.logloss, p.test.copc);
   }
   return html + "</table>\n</body></html>\n";
@@ -253,7 +278,7 @@ std::string RenderPassReport(const std::string& title,
     if (p.rows_scored > 0) progressive.points.push_back(c);
     fresh.points.push_back(c);
   }
-  std::string html = PageHead(title);
+  std::string html = HtmlPageHead(title);
   const std::string x = "pass";
   html += Chart(
       "Progressive AUC per pass", "AUC", {progressive},
@@ -273,8 +298,8 @@ std::string RenderPassReport(const std::string& title,
         &html,
         "<tr><td>%d</td><td>%s</td><td>%d</td><td>%.4f</td><td>%.4f</td>"
         "<td>%.3f</td><td>%s</td><td>%.1f</td><td>%d</td></tr>\n",
-        p.index, Escape(p.name), p.rows_scored, p.auc, p.logloss, p.copc,
-        Escape(p.version), p.freshness_seconds, p.rows_evicted);
+        p.index, EscapeHtml(p.name), p.rows_scored, p.auc, p.logloss, p.copc,
+        EscapeHtml(p.version), p.freshness_seconds, p.rows_evicted);
   }
   return html + "</table>\n</body></html>\n";
 }

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/security.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
@@ -544,6 +545,7 @@ class Trainer : public StepObserver {
     }
     p->set_finished(finished_.load());
     p->set_steps(gate_.steps());
+    p->set_resident_memory_bytes(ResidentMemoryBytes());
     if (const PassSchedule* schedule = schedule_.load()) {
       p->set_waiting_since_unix_seconds(schedule->waiting_since());
       p->set_last_pass(schedule->last());
