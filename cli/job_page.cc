@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "cli/status.h"
 #include "trainer/report.h"
 
@@ -208,44 +209,48 @@ void JobPage::Sampled(const coord::JobStatusResponse& status, double t) {
   }
 }
 
+// The live page's script: fetches the body every REFRESH_MS with the token
+// of the address's #token=... fragment (a fragment is never sent to a
+// server by itself).
+constexpr char kShellScript[] = R"js(
+const token = new URLSearchParams(location.hash.slice(1)).get('token');
+let refreshes = 0, failures = 0;
+async function refresh() {
+  const status = document.getElementById('connection');
+  try {
+    const r = await fetch('/job/body', {cache: 'no-store',
+        headers: token ? {Authorization: 'Bearer ' + token} : {}});
+    if (!r.ok) throw new Error('HTTP ' + r.status + (r.status == 401 ?
+        ': add #token=<the job token> to the address' : ''));
+    document.getElementById('job').innerHTML = await r.text();
+    document.body.dataset.refreshes = ++refreshes;
+    status.textContent = 'live: updated ' + new Date().toLocaleTimeString() +
+        ', every REFRESH_S s';
+    status.className = '';
+    failures = 0;
+  } catch (e) {
+    // One failed fetch is a blip; two in a row are news.
+    if (++failures < 2) { setTimeout(refresh, 500); return; }
+    status.textContent = 'cannot reach the coordinator (' + e.message +
+        '); the job may have ended: its output_dir has job.html. Retrying.';
+    status.className = 'dead';
+  }
+  setTimeout(refresh, REFRESH_MS);
+}
+refresh();
+)js";
+
 std::string JobPage::Shell() const {
-  std::string html = HtmlPageHead(absl::StrCat(options_.job_name, ": live"));
-  absl::StrAppendFormat(
-      &html,
+  const std::string script = absl::StrReplaceAll(
+      kShellScript,
+      {{"REFRESH_MS",
+        absl::StrCat(static_cast<int>(options_.refresh_seconds * 1000))},
+       {"REFRESH_S", absl::StrCat(options_.refresh_seconds)}});
+  return absl::StrCat(
+      HtmlPageHead(absl::StrCat(options_.job_name, ": live")),
       "<p id=\"connection\">connecting to the coordinator&hellip;</p>\n"
-      "<div id=\"job\"></div>\n"
-      "<script>\n"
-      "// The job's data comes from /job/body, with the token of the\n"
-      "// address's #token=... fragment (never sent to a server by itself).\n"
-      "const token = new "
-      "URLSearchParams(location.hash.slice(1)).get('token');\n"
-      "let refreshes = 0;\n"
-      "async function refresh() {\n"
-      "  const status = document.getElementById('connection');\n"
-      "  try {\n"
-      "    const r = await fetch('/job/body', {cache: 'no-store', headers:\n"
-      "        token ? {Authorization: 'Bearer ' + token} : {}});\n"
-      "    if (!r.ok) throw new Error('HTTP ' + r.status + (r.status == 401 ?\n"
-      "        ': add #token=<the job token> to the address' : ''));\n"
-      "    document.getElementById('job').innerHTML = await r.text();\n"
-      "    document.body.dataset.refreshes = ++refreshes;\n"
-      "    status.textContent = 'live: updated ' +\n"
-      "        new Date().toLocaleTimeString() + ', every %g s';\n"
-      "    status.className = '';\n"
-      "  } catch (e) {\n"
-      "    status.textContent = 'cannot reach the coordinator (' + e.message "
-      "+\n"
-      "        '); the job may have ended: its output_dir has job.html. '\n"
-      "        + 'Retrying.';\n"
-      "    status.className = 'dead';\n"
-      "  }\n"
-      "  setTimeout(refresh, %d);\n"
-      "}\n"
-      "refresh();\n"
-      "</script>\n</body></html>\n",
-      options_.refresh_seconds,
-      static_cast<int>(options_.refresh_seconds * 1000));
-  return html;
+      "<div id=\"job\"></div>\n<script>",
+      script, "</script>\n</body></html>\n");
 }
 
 std::string JobPage::Body() const {

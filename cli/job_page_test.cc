@@ -112,7 +112,7 @@ TEST(JobPageTest, TheShellCarriesNoJobDataAndFetchesTheBody) {
   page.Update(Snapshot(10), absl::Now());
   const std::string shell = page.Shell();
   EXPECT_NE(shell.find("fetch('/job/body'"), std::string::npos);
-  EXPECT_NE(shell.find("setTimeout(refresh, 3000)"), std::string::npos);
+  EXPECT_NE(shell.find("setTimeout(refresh, 3000)"), std::string::npos) << shell;
   EXPECT_NE(shell.find("Authorization"), std::string::npos);
   EXPECT_EQ(shell.find("data-role"), std::string::npos);
   EXPECT_EQ(shell.find("127.0.0.1:5000"), std::string::npos);

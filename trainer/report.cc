@@ -195,6 +195,7 @@ std::string RenderChart(const std::string& title, const std::string& y_label,
                               X(x), Y(y), color);
       }
     }
+    if (series.size() < 2) continue;  // the title names a lone line
     absl::StrAppendFormat(
         &svg,
         "<g class=\"legend\"><rect x=\"%.1f\" y=\"%.1f\" width=\"12\" "
