@@ -73,7 +73,7 @@ void JobPage::Update(const coord::JobStatusResponse& status, absl::Time now) {
                  : "coordinator up");
   }
   const double t = absl::ToDoubleSeconds(now - first_);
-  if (have_) Events(status, t);
+  Events(status, t);  // the first against nothing: all is news
   Rates(status, t);
   Sampled(status, t);
   for (const coord::TrainerProgress& p : status.trainers()) {

@@ -18,7 +18,7 @@ TESTLIB="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-sampan}/tests/job_testlib.sh"
 [ -f "$TESTLIB" ] || TESTLIB="$(dirname "$0")/job_testlib.sh"
 source "$TESTLIB"
 
-run_mode() {  # mode; prints the test AUC
+run_mode() {  # mode; sets AUC to the test AUC (not in a subshell: fail counts)
   local job="$TMP/$1"
   cat > "$job.yaml" <<YAML
 name: mode
@@ -32,11 +32,17 @@ table: {num_shards: 16, optimizer: {type: ADAGRAD, learning_rate: 0.05}}
 data: {batch_size: 512, synthetic: {rows: 120000, seed: 3, test_fraction: 0.1}}
 YAML
   "$SAMPAN" run "$job.yaml" > "$job.out" 2>&1 || { fail "$1: run exited $?"; tail -5 "$job.out"; }
-  sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null
+  # The job page, frozen at the end (cli/job_page.h), works in every mode.
+  grep -q 'id="state" data-value="FINISHED"' "$job/job.html" 2>/dev/null \
+    && grep -q 'id="examples" data-value="108000"' "$job/job.html" \
+    && grep -q "every trainer finished" "$job/job.html" \
+    && pass "$1: job.html shows the finished job" \
+    || fail "$1: job.html: $(grep -o 'id="examples"[^<]*' "$job/job.html" 2>&1)"
+  AUC=$(sed -n 's/^test_auc=//p' "$job/result.txt" 2>/dev/null)
 }
 
-sync=$(run_mode SYNC)
-hybrid=$(run_mode HYBRID)
+run_mode SYNC; sync=$AUC
+run_mode HYBRID; hybrid=$AUC
 # DeepFM reaches ~0.786 here; the planted model ~0.846.
 near_planted "SYNC" "$sync" "$(cat "$TMP/SYNC.out")" 0.08
 grep -q "synchronous dense steps (SYNC)" "$TMP/SYNC/logs/trainer-1.log" \
@@ -44,7 +50,7 @@ grep -q "synchronous dense steps (SYNC)" "$TMP/SYNC/logs/trainer-1.log" \
 awk -v a="${sync:-0}" -v b="${hybrid:-1}" 'BEGIN { d = a - b; exit !(d * d < 1e-4) }' \
   && pass "HYBRID AUC $hybrid within 0.01 of SYNC" || fail "HYBRID '$hybrid' vs SYNC '$sync'"
 
-async=$(run_mode ASYNC)
+run_mode ASYNC; async=$AUC
 near_planted "ASYNC" "$async" "$(cat "$TMP/ASYNC.out")" 0.08
 awk -v a="${sync:-1}" -v b="${async:-0}" 'BEGIN { exit !(b > a - 0.01) }' \
   && pass "ASYNC AUC $async at most 0.01 below SYNC $sync" || fail "ASYNC '$async' vs SYNC '$sync'"

@@ -107,6 +107,13 @@ grep -q "^last_progressive_auc=" "$job/result.txt" 2>/dev/null \
   && grep -q "Progressive AUC per pass" "$job/report.html" \
   && pass "report.html draws the passes' AUC and freshness" \
   || fail "report.html: $(ls "$job")"
+# The live page as the stream ended (cli/job_page.h): the passes, the last
+# version, the per-pass chart.
+grep -q 'id="passes" data-value="8"' "$job/job.html" 2>/dev/null \
+  && grep -q "v-000008 delta" "$job/job.html" \
+  && grep -q "Progressive AUC per pass" "$job/job.html" \
+  && pass "job.html shows 8 passes, v-000008 and the per-pass chart" \
+  || fail "job.html: $(grep -o 'id="passes"[^<]*' "$job/job.html" 2>&1)"
 [ "$(cat "$job/versions/LATEST" 2>/dev/null)" = "v-000008" ] \
   && pass "LATEST names v-000008" || fail "LATEST: $(cat "$job/versions/LATEST" 2>/dev/null)"
 # The held-back pass was trained within seconds of its marker.
