@@ -99,7 +99,8 @@ void JobPage::Events(const coord::JobStatusResponse& now, double t) {
       const std::string who = Who(m.role(), m.index());
       auto it = before.find(m.index());
       if (it == before.end()) {
-        Event(t, absl::StrCat(who, " joined at ", m.address()));
+        Event(t, absl::StrCat(who, " joined", m.address().empty() ? "" : " at ",
+                              m.address()));
         continue;
       }
       const coord::Member& b = *it->second;
@@ -131,7 +132,7 @@ void JobPage::Events(const coord::JobStatusResponse& now, double t) {
     Event(t, absl::StrCat("abandoned ", c.last_abandoned_reason()));
   }
   const coord::FleetStatus& f = now.fleet();
-  if (f.wanted() != last_.fleet().wanted()) {
+  if (last_.fleet().wanted() != 0 && f.wanted() != last_.fleet().wanted()) {
     Event(t, absl::StrFormat("rescale asked: %d -> %d pservers", f.size(),
                              f.wanted()));
   }
