@@ -135,6 +135,7 @@ for r in $(seq 1 "$REPS"); do
   keys_total=$(cat "$TMP"/max$r-*.out | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
     n += v["keys_pulled"] + v["keys_pushed"] } END { print n }')
   cpu_per_m=$(echo "scale=3; ($client_cpu + $server_cpu) * 1000000 / $keys_total" | bc)
+  ps_cpu_per_m=$(echo "scale=3; $server_cpu * 1000000 / $keys_total" | bc)
   per_push=$(cat "$TMP"/max$r-*.out | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
     k += v["keys_pushed"]; n += v["push_requests"] } END { printf "%.0f", n ? k / n : 0 }')
   half=$(echo "$max_rate / 4 / $C" | bc)  # half the combined rate, in pulled keys/s per client
@@ -142,7 +143,7 @@ for r in $(seq 1 "$REPS"); do
   stop_fleet
   half_rate=$(cat "$TMP"/half$r-*.out | sum_rate)
   ratio=$(echo "scale=3; $max_rate / $inproc_rate" | bc)
-  line="$inproc_rate $max_rate $ratio $cpu_per_m $(field p99_ms "$TMP"/max$r-*.out) $half_rate $(field p50_ms "$TMP"/half$r-*.out) $(field p99_ms "$TMP"/half$r-*.out) $(field p999_ms "$TMP"/half$r-*.out)"
+  line="$inproc_rate $max_rate $ratio $cpu_per_m $(field p99_ms "$TMP"/max$r-*.out) $half_rate $(field p50_ms "$TMP"/half$r-*.out) $(field p99_ms "$TMP"/half$r-*.out) $(field p999_ms "$TMP"/half$r-*.out) $ps_cpu_per_m"
   echo "round $r: in-process $inproc_rate keys/s; fleet $max_rate keys/s, ratio $ratio, CPU s/M keys $cpu_per_m, $per_push keys queued per push RPC; half load $half_rate keys/s pull p99 $(echo "$line" | cut -d' ' -f8) ms"
   rounds+=("$line")
 done
@@ -153,5 +154,5 @@ echo "raw loopback TCP (iperf3):            $tcp_gbps Gbit/s"
 echo "in-process $BACKEND table, $C procs:   $(med 1) keys/s (pull + push)"
 echo "RPC fleet, max load:                  $(med 2) keys/s (pull + push), pull p99 $(med 5) ms"
 echo "  ratio to in-process:                $(med 3) (per round: $(printf '%s\n' "${rounds[@]}" | cut -d' ' -f3 | tr '\n' ' '))"
-echo "  CPU seconds per million keys:       $(med 4) (clients + pservers)"
+echo "  CPU seconds per million keys:       $(med 4) (clients + pservers), $(med 10) (pservers alone)"
 echo "RPC fleet at half load ($(med 6) keys/s): pull p50 $(med 7) ms, p99 $(med 8) ms, p999 $(med 9) ms"

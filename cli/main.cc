@@ -19,6 +19,7 @@
 #include "cli/job_metrics.h"
 #include "cli/job_page.h"
 #include "cli/launcher.h"
+#include "cli/plan.h"
 #include "cli/predict.h"
 #include "cli/scale.h"
 #include "cli/serve.h"
@@ -95,6 +96,16 @@ commands:
                           rescale a running job's pserver fleet: shards move
                           live (fewest moves), pushes pause briefly, nothing
                           acknowledged is lost; waits until it is done
+  plan --rows=N|--parameters=N --examples_per_second=E [--dim=16]
+       [--model=FM|DEEPFM] [--batch_size=1024] [--keys_per_example=39]
+       [--unique_fraction=0.5] [--hot_rows=0.2] [--hot_hits=0.9]
+       [--node_cores=32 --node_ram_gib=256 --node_disk_tib=4
+        --node_network_gbps=25] [--pull_p99_ms=MS]
+                          pservers, trainers, shards, RAM, disk, network
+                          and latency for a job, each from a figure
+                          measured here (docs/capacity.md)
+  plan --fleet=P [--clients=2 --cores=2]
+                          what bench/ps_load.sh P C measures, predicted
   serve JOB.yaml [--port=P] [--port_file=F] [--model=PATH] [--version=N]
                           answer Predict calls (proto/serving.proto) from
                           the job's model (serving: section; default the
@@ -626,6 +637,7 @@ int main(int argc, char** argv) {
   if (command == "submit") return SubmitMain(argc, argv);
   if (command == "status") return StatusMain(argc, argv);
   if (command == "scale") return ScaleMain(argc, argv);
+  if (command == "plan") return PlanMain(argc, argv);
   if (command == "serve") return ServeMain(argc, argv);
   if (command == "predict") return PredictMain(argc, argv);
   if (command == "coordinator") return CoordinatorMain(argc, argv);
