@@ -50,7 +50,8 @@ TSAN_TESTS = //pserver:worker_pool_test //trainer/client:ps_client_test \
 	//trainer:pass_schedule_test //serving:serving_test \
 	//serving:row_store_test //serving:sharded_serving_test \
 	//pserver:pserver_move_test //sparse_table:shard_move_test \
-	//trainer/client:ps_client_move_test //coordinator:fleet_test
+	//trainer/client:ps_client_move_test //coordinator:fleet_test \
+	//cli:job_page_test
 sanitize: deps
 	grep -qx "bazel-$(notdir $(CURDIR))" .bazelignore 2>/dev/null || echo "bazel-$(notdir $(CURDIR))" >> .bazelignore
 	$(BAZEL) --output_base=$(HOME)/.cache/sampan-asan-$(CHECKOUT) test --config=asan \

@@ -1,7 +1,9 @@
 #include "cli/job_page.h"
 
+#include <atomic>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -112,7 +114,8 @@ TEST(JobPageTest, TheShellCarriesNoJobDataAndFetchesTheBody) {
   page.Update(Snapshot(10), absl::Now());
   const std::string shell = page.Shell();
   EXPECT_NE(shell.find("fetch('/job/body'"), std::string::npos);
-  EXPECT_NE(shell.find("setTimeout(refresh, 3000)"), std::string::npos) << shell;
+  EXPECT_NE(shell.find("setTimeout(refresh, 3000)"), std::string::npos)
+      << shell;
   EXPECT_NE(shell.find("Authorization"), std::string::npos);
   EXPECT_EQ(shell.find("data-role"), std::string::npos);
   EXPECT_EQ(shell.find("127.0.0.1:5000"), std::string::npos);
@@ -205,6 +208,28 @@ TEST(JobPageTest, AStreamJobShowsPassesAndVersions) {
   // The first pass was not scored: two points of progressive AUC.
   EXPECT_EQ(ChartPoints(body, "Progressive AUC per pass"), 2);
   EXPECT_EQ(ChartPoints(body, "Version freshness per pass"), 3);
+}
+
+// The coordinator's tick updates while the metrics server's thread renders
+// (run under ThreadSanitizer by `make tsan`).
+TEST(JobPageTest, UpdatesAndRendersFromTwoThreads) {
+  JobPage page({.job_name = "ctr", .max_points = 50});
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  std::atomic<bool> done{false};
+  std::thread renderer([&] {
+    size_t bytes = 0;
+    do {
+      bytes += page.Body().size() + page.Frozen().size();
+    } while (!done.load());
+    EXPECT_GT(bytes, 0u);
+  });
+  for (int s = 0; s < 400; ++s) {
+    page.Update(Snapshot(s), t0 + absl::Seconds(s));
+  }
+  done = true;
+  renderer.join();
+  EXPECT_NE(page.Body().find("id=\"examples\" data-value=\"798000\""),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "common/file_digest.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,8 +61,27 @@ absl::StatusOr<uint32_t> Crc32OfFile(const std::string& path) {
   return static_cast<uint32_t>(crc);
 }
 
+DigestCache::DigestCache(std::function<bool(const std::string&)> immutable)
+    : immutable_(std::move(immutable)) {}
+
+bool DigestCache::Key::operator<(const Key& o) const {
+  return std::tie(name, device, inode, size, mtime_ns) <
+         std::tie(o.name, o.device, o.inode, o.size, o.mtime_ns);
+}
+
+uint64_t DigestCache::bytes_read() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_read_;
+}
+
+uint64_t DigestCache::bytes_reused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_reused_;
+}
+
 absl::StatusOr<std::vector<FileDigest>> DigestFiles(
-    const std::string& dir, const std::vector<std::string>& skip) {
+    const std::string& dir, const std::vector<std::string>& skip,
+    DigestCache* cache) {
   std::error_code ec;
   std::vector<std::string> paths;
   for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
@@ -72,19 +94,46 @@ absl::StatusOr<std::vector<FileDigest>> DigestFiles(
   std::sort(paths.begin(), paths.end());
   const std::set<std::string> skipped(skip.begin(), skip.end());
   std::vector<FileDigest> out;
+  std::map<DigestCache::Key, uint32_t> seen;  // the cache's next entries
+  uint64_t read = 0, reused = 0;
   for (const std::string& path : paths) {
     FileDigest f;
     f.path = fs::relative(path, dir).string();
     if (skipped.count(f.path) > 0) continue;
-    absl::StatusOr<uint32_t> crc = Crc32OfFile(path);
-    if (!crc.ok()) return crc.status();
-    f.crc32 = *crc;
-    f.size = fs::file_size(path, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          absl::StrCat("size of ", path, ": ", ec.message()));
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+      return IoError("cannot stat", path, errno);
+    f.size = static_cast<uint64_t>(st.st_size);
+    const DigestCache::Key key{
+        fs::path(path).filename().string(), static_cast<uint64_t>(st.st_dev),
+        static_cast<uint64_t>(st.st_ino), f.size,
+        int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+    const bool cacheable = cache != nullptr && cache->immutable_(f.path);
+    bool known = false;
+    if (cacheable) {
+      std::lock_guard<std::mutex> lock(cache->mu_);
+      auto it = cache->crc_.find(key);
+      if (it != cache->crc_.end()) {
+        f.crc32 = it->second;
+        known = true;
+      }
     }
+    if (!known) {
+      absl::StatusOr<uint32_t> crc = Crc32OfFile(path);
+      if (!crc.ok()) return crc.status();
+      f.crc32 = *crc;
+      read += f.size;
+    } else {
+      reused += f.size;
+    }
+    if (cacheable) seen[key] = f.crc32;
     out.push_back(std::move(f));
+  }
+  if (cache != nullptr) {
+    std::lock_guard<std::mutex> lock(cache->mu_);
+    cache->crc_ = std::move(seen);
+    cache->bytes_read_ += read;
+    cache->bytes_reused_ += reused;
   }
   return out;
 }

@@ -44,6 +44,49 @@ TEST(FileDigest, ListsSortedRelativePathsWithSizeAndCrc) {
   EXPECT_TRUE(VerifyFile(dir, (*files)[0]).ok());
 }
 
+// A checkpoint hard-links the SSTs of the one before: their digests are
+// reused, a new file (new inode) is read, and a mutable file always is.
+TEST(FileDigest, ACacheReadsOnlyFilesItHasNotSeen) {
+  const std::string one = Dir("cache-1"), two = Dir("cache-2");
+  std::ofstream(one + "/000001.sst") << "rows rows rows";  // 14 bytes
+  std::ofstream(one + "/MANIFEST") << "mf";                // 2 bytes
+  DigestCache cache([](const std::string& path) {
+    return path.size() > 4 && path.substr(path.size() - 4) == ".sst";
+  });
+  auto first = DigestFiles(one, {}, &cache);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(cache.bytes_read(), 16u);
+  EXPECT_EQ(cache.bytes_reused(), 0u);
+
+  fs::create_hard_link(one + "/000001.sst", two + "/000001.sst");
+  std::ofstream(two + "/000002.sst") << "new";  // 3 bytes
+  std::ofstream(two + "/MANIFEST") << "mf2";    // 3 bytes
+  auto second = DigestFiles(two, {}, &cache);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(cache.bytes_read(), 16u + 6u);  // not the linked SST again
+  EXPECT_EQ(cache.bytes_reused(), 14u);
+  // The same digests as without a cache.
+  auto plain = DigestFiles(two, {});
+  ASSERT_TRUE(plain.ok());
+  ASSERT_EQ(second->size(), plain->size());
+  for (size_t i = 0; i < plain->size(); ++i) {
+    EXPECT_EQ((*second)[i].path, (*plain)[i].path);
+    EXPECT_EQ((*second)[i].crc32, (*plain)[i].crc32) << (*plain)[i].path;
+    EXPECT_EQ((*second)[i].size, (*plain)[i].size);
+  }
+  // A file replaced under the same name (another size) is read again.
+  fs::remove(two + "/000002.sst");
+  std::ofstream(two + "/000002.sst") << "NEWER";
+  auto third = DigestFiles(two, {}, &cache);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(cache.bytes_read(), 16u + 6u + 8u);
+  EXPECT_TRUE(VerifyFile(two, (*third)[1]).ok());
+  // Only files the last call saw are kept: one's SST, linked in two, stays.
+  auto again = DigestFiles(one, {}, &cache);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(cache.bytes_read(), 16u + 6u + 8u + 2u);
+}
+
 TEST(FileDigest, VerifyNamesTheFileThatDiffers) {
   const std::string dir = Dir("verify");
   std::ofstream(dir + "/f") << "hello";
