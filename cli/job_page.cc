@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "cli/status.h"
-#include "trainer/report.h"
+#include "trainer/chart.h"
 
 namespace sampan {
 namespace {
@@ -248,7 +248,7 @@ std::string JobPage::Shell() const {
         absl::StrCat(static_cast<int>(options_.refresh_seconds * 1000))},
        {"REFRESH_S", absl::StrCat(options_.refresh_seconds)}});
   return absl::StrCat(
-      HtmlPageHead(absl::StrCat(options_.job_name, ": live")),
+      HtmlPageHead("Sampan: live job page"),
       "<p id=\"connection\">connecting to the coordinator&hellip;</p>\n"
       "<div id=\"job\"></div>\n<script>",
       script, "</script>\n</body></html>\n");
@@ -276,6 +276,7 @@ std::string JobPage::SummaryHtml() const {
   const std::string state = JobState(last_);
   const bool stream = Streaming(last_);
   std::string html = "<table id=\"summary\">\n";
+  html += Row("job", "job", options_.job_name, options_.job_name);
   html += Row("state", "state", state, state);
   if (!stream) {
     std::string eta = "unknown yet";

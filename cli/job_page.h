@@ -9,7 +9,7 @@
 //     loss and AUC, elapsed time, coordinator restarts, the fleet's rescale;
 //   - charts over time (examples/s, train loss, train AUC) and, for a
 //     data.stream job, per pass (progressive AUC, freshness of the version
-//     published after it), drawn by trainer/report.h's RenderChart;
+//     published after it), drawn by trainer/chart.h;
 //   - the fleet: every pserver and trainer with its address, alive or not,
 //     restarts, last heartbeat, examples/s or keys/s, table rows, memory;
 //   - checkpoints and model versions, with their age;

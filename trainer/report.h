@@ -1,7 +1,8 @@
 // report.html: a self-contained page (no scripts, no external files) with
 // inline SVG charts of test AUC, test logloss and training examples/s over
 // time, one line per trainer. Every chart carries a <title>, labelled axes
-// with tick values and a legend, so it reads on its own.
+// with tick values (and a legend when it has several lines), drawn by
+// trainer/chart.h, so it reads on its own.
 #ifndef SAMPAN_TRAINER_REPORT_H_
 #define SAMPAN_TRAINER_REPORT_H_
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "trainer/chart.h"
 #include "trainer/local_trainer.h"
 
 namespace sampan {
@@ -18,28 +20,6 @@ struct ReportSeries {
   std::string name;  // e.g. "trainer 0"
   std::vector<CurvePoint> points;
 };
-
-// The one way Sampan draws a chart (report.html, a stream job's pass
-// report, the live job page): an SVG line chart titled `title`, a line per
-// series in its own colour, named in a legend. x is seconds drawn as a
-// clock ("1:30"), or with `x_label` a count with integer ticks (a pass);
-// y ticks in human units ("390 k", "0.785").
-struct ChartSeries {
-  std::string name;
-  std::vector<std::pair<double, double>> points;  // (x, y)
-};
-std::string RenderChart(const std::string& title, const std::string& y_label,
-                        const std::vector<ChartSeries>& series,
-                        const std::string& x_label = "");
-
-// Seconds as a clock: "0:45", "12:30", "1:02:03".
-std::string Clock(double seconds);
-
-// `s` with <, >, & and " escaped for HTML text and attributes.
-std::string EscapeHtml(const std::string& s);
-
-// A page's start, up to and including its <h1>: the title and one style.
-std::string HtmlPageHead(const std::string& title);
 
 // The page's HTML.
 std::string RenderReport(const std::string& title,
