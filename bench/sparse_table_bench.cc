@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "bench/bench_util.h"
 #include "common/flags.h"
 #include "common/hash.h"
 #include "sparse_table/accessor.h"
@@ -39,38 +40,6 @@
 
 namespace sampan {
 namespace {
-
-// YCSB's Zipfian generator (Gray et al. 1994), O(1) memory.
-class Zipf {
- public:
-  Zipf(uint64_t n, double theta) : n_(n), theta_(theta) {
-    double zetan = 0;
-    for (uint64_t i = 1; i <= n; ++i) zetan += 1 / std::pow(i, theta);
-    const double zeta2 = 1 + 1 / std::pow(2, theta);
-    zetan_ = zetan;
-    alpha_ = 1 / (1 - theta);
-    eta_ = (1 - std::pow(2.0 / n, 1 - theta)) / (1 - zeta2 / zetan);
-  }
-  uint64_t Next(std::mt19937_64& rng) {
-    const double u = std::uniform_real_distribution<double>(0, 1)(rng);
-    const double uz = u * zetan_;
-    if (uz < 1) return 0;
-    if (uz < 1 + std::pow(0.5, theta_)) return 1;
-    return std::min<uint64_t>(
-        n_ - 1, uint64_t(n_ * std::pow(eta_ * u - eta_ + 1, alpha_)));
-  }
-
- private:
-  uint64_t n_;
-  double theta_, zetan_, alpha_, eta_;
-};
-
-uint64_t KeyOf(uint64_t rank) { return Fmix64(rank + 1); }
-
-double Seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-      .count();
-}
 
 struct Workload {
   std::vector<std::vector<uint64_t>> zipf, uniform;  // batches of keys
@@ -89,28 +58,6 @@ Workload MakeWorkload(uint64_t rows, int batch, int batches) {
     }
   }
   return w;
-}
-
-double CpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-long PeakRssKb() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
-}
-
-// Resident set now, from /proc/self/statm (pages).
-long RssKb() {
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return -1;
-  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
-  std::fclose(f);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 // The memory limit: gather rows of pull_dim floats from a flat_hash_map
