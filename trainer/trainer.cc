@@ -156,7 +156,9 @@ class Trainer : public StepObserver {
     finished_.store(true);
     stop_.Notify();
     heartbeat.join();
-    if (status.ok()) SendHeartbeat();  // report "finished"
+    // Report "finished" at once, best effort: the next heartbeat would
+    // not come, and the launcher also sees the process exit 0.
+    if (status.ok()) SendHeartbeat().IgnoreError();
     return status;
   }
 

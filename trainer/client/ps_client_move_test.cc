@@ -243,7 +243,9 @@ int PushWhileMoving(PsClient& client, const std::vector<uint64_t>& keys,
         rounds.fetch_add(1);  // before: its rows may land at once
         ASSERT_TRUE(client.PushAsync(keys, grads, shows, clicks).ok());
         ++mine;
-        if (mine % 7 == w) ASSERT_TRUE(client.Flush().ok());
+        if (mine % 7 == w) {
+          ASSERT_TRUE(client.Flush().ok());
+        }
         absl::SleepFor(absl::Milliseconds(1));
       }
     });
