@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
+#include "common/file_digest.h"
 #include "common/log.h"
 #include "common/security.h"
 #include "google/protobuf/text_format.h"
@@ -68,24 +69,8 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
 
 // Writes `port` to `path` atomically (by rename): readers never see a
 // partial number.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
-}
-
 void WritePortFile(const std::string& path, int port) {
-  if (absl::Status s = WriteFileAtomically(path, absl::StrCat(port, "\n"));
+  if (absl::Status s = WriteFileDurably(path, absl::StrCat(port, "\n"));
       !s.ok()) {
     SAMPAN_LOG(WARNING) << s.message();
   }

@@ -42,10 +42,6 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentialsOrExit(
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOrExit(
     const JobConfig& config);
 
-// Writes `text` to `path` through a temporary file renamed into place.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& text);
-
 // Writes `port` to `path` atomically (by rename).
 void WritePortFile(const std::string& path, int port);
 

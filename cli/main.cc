@@ -26,6 +26,7 @@
 #include "cli/status.h"
 #include "cli/submit.h"
 #include "common/config.h"
+#include "common/file_digest.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -234,7 +235,7 @@ int CoordinatorMain(int argc, char** argv) {
       page.Update(last, absl::Now());
     }
     const std::string path = inv.config.output_dir() + "/job.html";
-    if (absl::Status w = WriteFileAtomically(path, page.Frozen()); !w.ok()) {
+    if (absl::Status w = WriteFileDurably(path, page.Frozen()); !w.ok()) {
       SAMPAN_LOG(WARNING) << "job page: " << w.message();
     } else {
       SAMPAN_LOG(INFO) << "job page frozen in " << path;

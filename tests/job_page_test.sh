@@ -67,10 +67,11 @@ status_examples() {
 
 # Running, with a checkpoint taken.
 for _ in $(seq 1 600); do
-  body | grep -q 'checkpoint(s) completed' && body | grep -q 'data-value="RUNNING"' && break
+  b=$(body)  # read whole: `curl | grep -q` fails under pipefail when grep stops early
+  grep -q 'checkpoint(s) completed' <<< "$b" && grep -q 'data-value="RUNNING"' <<< "$b" && break
   sleep 0.1
 done
-body | grep -q 'data-value="RUNNING"' || fail "the job never showed RUNNING"
+grep -q 'data-value="RUNNING"' <<< "$(body)" || fail "the job never showed RUNNING"
 code=$(curl_job -o "$TMP/refused" -w '%{http_code}' "$url/body")
 [ "$code" = 401 ] && ! grep -q data-role "$TMP/refused" \
   && pass "the page's data needs the token (401 without)" || fail "/job/body without the token: $code"
@@ -86,7 +87,7 @@ if [ -z "$victim" ]; then
 else
   kill -9 "$victim"
   for _ in $(seq 1 600); do
-    body | grep -q 'data-role="pserver" data-index="1" data-alive="1" data-restarts="1"' && break
+    grep -q 'data-role="pserver" data-index="1" data-alive="1" data-restarts="1"' <<< "$(body)" && break
     sleep 0.1
   done
 fi
