@@ -4,7 +4,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/base/casts.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
 #include "common/hash.h"
+#include "sparse_table/row_format.h"
 
 namespace sampan {
 namespace {
@@ -74,7 +78,52 @@ void Ftrl(const TableOptions& o, float* w, float* state, const float* g,
   }
 }
 
+const char* RuleName(OptimizerRule rule) {
+  switch (rule) {
+    case OptimizerRule::kSgd:
+      return "SGD";
+    case OptimizerRule::kAdagrad:
+      return "ADAGRAD";
+    case OptimizerRule::kAdam:
+      return "ADAM";
+    case OptimizerRule::kFtrl:
+      return "FTRL";
+  }
+  return "?";
+}
+
+// A row's v decoded to float32 (dim floats) for an update.
+using Weights = absl::InlinedVector<float, 64>;
+
 }  // namespace
+
+uint32_t RowLayoutCode(const TableOptions& o) {
+  return (static_cast<uint32_t>(o.row_format) + 1) |
+         (static_cast<uint32_t>(o.rule) + 1) << 4 | o.embedding_dim << 8;
+}
+
+std::string DescribeRowLayout(uint32_t code) {
+  if (code == 0) return "an unrecorded layout (written before row formats)";
+  const uint32_t format = (code & 0xf) - 1, rule = ((code >> 4) & 0xf) - 1;
+  return absl::StrCat(
+      format <= 2 ? RowFormatName(static_cast<RowFormat>(format)) : "?",
+      " rows, dim ", code >> 8, ", ",
+      rule <= 3 ? RuleName(static_cast<OptimizerRule>(rule)) : "?");
+}
+
+absl::Status CheckRowLayout(const TableOptions& o, uint32_t found,
+                            const std::string& where) {
+  const uint32_t want = RowLayoutCode(o);
+  if (found == want || (found == 0 && o.row_format == RowFormat::kFp32)) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      where, " holds ", DescribeRowLayout(found), "; table '", o.table_name,
+      "' is configured for ", DescribeRowLayout(want),
+      ". A table keeps its row layout for life: keep table.row_format, "
+      "model.embedding_dim and table.optimizer.type, or start a new table "
+      "(another data_dir or output_dir)"));
+}
 
 uint32_t StateFloats(OptimizerRule rule, uint32_t n) {
   if (n == 0) return 0;
@@ -143,9 +192,22 @@ CtrAccessor::CtrAccessor(const TableOptions& options)
       dim_(options.embedding_dim),
       w_state_(StateFloats(options.rule, 1)),
       v_off_(kW + 1 + w_state_),
+      v_words_(EmbeddingWords(options.row_format, dim_)),
+      vs_off_(v_off_ + v_words_),
       base_(v_off_),
-      full_(dim_ == 0 ? v_off_
-                      : v_off_ + dim_ + StateFloats(options.rule, dim_)) {}
+      full_(dim_ == 0 ? v_off_ : vs_off_ + StateFloats(options.rule, dim_)) {}
+
+void CtrAccessor::StoreEmbedding(uint64_t key, const float* v,
+                                 float* row) const {
+  // The seed depends on the row's history only (key, statistics, w), so a
+  // replayed push rounds as the first application did.
+  const uint64_t seed = Mix64(
+      key ^
+      (uint64_t{absl::bit_cast<uint32_t>(row[kShow])} << 32 |
+       absl::bit_cast<uint32_t>(row[kClick])) ^
+      uint64_t{absl::bit_cast<uint32_t>(row[kW])} * 0x9e3779b97f4a7c15ULL);
+  EncodeEmbedding(o_.row_format, o_.rounding, seed, v, dim_, row + v_off_);
+}
 
 void CtrAccessor::InitRow(uint64_t key, float* row) const {
   std::fill(row, row + full_, 0.0f);
@@ -156,14 +218,15 @@ void CtrAccessor::InitRow(uint64_t key, float* row) const {
 void CtrAccessor::CreateEmbedding(uint64_t key, float* row) const {
   if (dim_ == 0) return;
   row[kHasV] = 1;
-  float* v = row + v_off_;
+  Weights v(dim_);
   uint64_t state = key;
   for (uint32_t j = 0; j < dim_; ++j) {
     state += 0x9e3779b97f4a7c15ULL;
     const double unit = (Mix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
     v[j] = static_cast<float>((2 * unit - 1) * o_.init_range);
   }
-  InitState(o_, WeightBlock::kEmbedding, v, v + dim_, dim_);
+  InitState(o_, WeightBlock::kEmbedding, v.data(), row + vs_off_, dim_);
+  StoreEmbedding(key, v.data(), row);
 }
 
 void CtrAccessor::FromPulled(uint64_t key, const float* pulled,
@@ -172,10 +235,9 @@ void CtrAccessor::FromPulled(uint64_t key, const float* pulled,
   row[kW] = pulled[0];
   InitState(o_, WeightBlock::kLinear, row + kW, row + kW + 1, 1);
   if (dim_ == 0) return;
-  CreateEmbedding(key, row);
-  std::memcpy(row + v_off_, pulled + 1, dim_ * sizeof(float));
-  InitState(o_, WeightBlock::kEmbedding, row + v_off_, row + v_off_ + dim_,
-            dim_);
+  row[kHasV] = 1;
+  InitState(o_, WeightBlock::kEmbedding, pulled + 1, row + vs_off_, dim_);
+  StoreEmbedding(key, pulled + 1, row);
 }
 
 bool CtrAccessor::Load(const float* stored, uint32_t n, float* row) const {
@@ -194,7 +256,7 @@ void CtrAccessor::Pull(const float* row, float* out) const {
   out[0] = row[kW];
   if (dim_ == 0) return;
   if (row[kHasV] != 0) {
-    std::memcpy(out + 1, row + v_off_, dim_ * sizeof(float));
+    DecodeEmbedding(o_.row_format, row + v_off_, dim_, out + 1);
   } else {
     std::fill(out + 1, out + 1 + dim_, 0.0f);
   }
@@ -209,8 +271,14 @@ void CtrAccessor::Push(uint64_t key, float* row, const float* grad, float show,
   // push was computed against zeros, not against the new random v.
   const bool had_v = row[kHasV] != 0;
   ApplyRule(o_, row + kW, row + kW + 1, grad, 1);
-  if (had_v) {
-    ApplyRule(o_, row + v_off_, row + v_off_ + dim_, grad + 1, dim_);
+  if (had_v && o_.row_format == RowFormat::kFp32) {
+    ApplyRule(o_, row + v_off_, row + vs_off_, grad + 1, dim_);
+  } else if (had_v) {
+    // Updated in float32, rounded once.
+    Weights v(dim_);
+    DecodeEmbedding(o_.row_format, row + v_off_, dim_, v.data());
+    ApplyRule(o_, v.data(), row + vs_off_, grad + 1, dim_);
+    StoreEmbedding(key, v.data(), row);
   } else if (dim_ > 0 && Score(row) >= o_.embedx_threshold) {
     CreateEmbedding(key, row);
   }

@@ -1,20 +1,38 @@
 // The CTR accessor: owns a row's value layout and the per-row optimizer
-// rules. A row is a fixed run of floats:
+// rules. A row is a fixed run of 32-bit words, typed float:
 //
-//   [show, click, unseen_days, has_v, w, w_state[sw], v[dim], v_state[sv]]
+//   [show, click, unseen_days, has_v, w, w_state[sw], v[vw], v_state[sv]]
 //
 // where sw and sv are the optimizer state sizes for blocks of 1 and dim
-// weights (StateFloats). The embedding part (v and v_state) exists only once
-// has_v is 1; until then the row is stored short (base_floats()) and v reads
-// as zeros. Stateless and immutable after construction: safe to share.
+// weights (StateFloats) and vw the words of v in the table's row format
+// (row_format.h: dim floats for FP32, packed halves or int8 codes with a
+// scale otherwise). Every word but v's is a float32 in every format. The
+// embedding part (v and v_state) exists only once has_v is 1; until then the
+// row is stored short (base_floats()) and v reads as zeros. Callers copy
+// rows as words and read them only through the accessor. Stateless and
+// immutable after construction: safe to share.
 #ifndef SAMPAN_SPARSE_TABLE_ACCESSOR_H_
 #define SAMPAN_SPARSE_TABLE_ACCESSOR_H_
 
 #include <cstdint>
+#include <string>
 
+#include "absl/status/status.h"
 #include "sparse_table/sparse_table.h"
 
 namespace sampan {
+
+// Names a row layout (format, embedding dim, optimizer rule) in RocksDB and
+// in snapshot and delta files, so that a table never reads rows of another
+// layout as its own. Never 0: files written before layouts were recorded
+// carry 0, which an FP32 table accepts (it checks row widths as before).
+uint32_t RowLayoutCode(const TableOptions& o);
+// "INT8 rows, dim 16, ADAGRAD" (or "an unrecorded layout" for 0).
+std::string DescribeRowLayout(uint32_t code);
+// OK when `found` (a file's or a database's code) fits a table of `o`;
+// FailedPrecondition naming `where` and both layouts otherwise.
+absl::Status CheckRowLayout(const TableOptions& o, uint32_t found,
+                            const std::string& where);
 
 // Floats of optimizer state kept for a block of n weights:
 // SGD none; Adagrad one squared-gradient sum per block (as PaddlePaddle's
@@ -52,6 +70,9 @@ class CtrAccessor {
     return row[kHasV] != 0 ? full_ : base_;
   }
 
+  // Words of v in this table's format; v_state follows them.
+  uint32_t embedding_words() const { return v_words_; }
+
   // A new row for `key`: zero statistics and w, embedding created when the
   // threshold allows it. Writes full_floats() floats.
   void InitRow(uint64_t key, float* row) const;
@@ -71,11 +92,15 @@ class CtrAccessor {
 
  private:
   void CreateEmbedding(uint64_t key, float* row) const;
+  // Writes v (dim_ floats) into the row's words, rounding once.
+  void StoreEmbedding(uint64_t key, const float* v, float* row) const;
 
   const TableOptions o_;
   const uint32_t dim_;
   const uint32_t w_state_;  // sw
-  const uint32_t v_off_;    // index of v[0]
+  const uint32_t v_off_;    // index of v's first word
+  const uint32_t v_words_;  // vw
+  const uint32_t vs_off_;   // index of v_state[0]
   const uint32_t base_;
   const uint32_t full_;
 };

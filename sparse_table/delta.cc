@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/sst_file_writer.h"
+#include "sparse_table/accessor.h"
 #include "sparse_table/row_store.h"
 #include "sparse_table/snapshot_file.h"
 
@@ -49,7 +50,7 @@ absl::Status RowStore::WriteDelta(const std::string& path, DeltaToken token) {
   ro.snapshot = token.snapshot;
   std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
   absl::StatusOr<std::unique_ptr<DeltaWriter>> w =
-      DeltaWriter::Create(path, token.epoch);
+      DeltaWriter::Create(path, token.epoch, layout_);
   for (it->SeekToFirst(); w.ok() && it->Valid(); it->Next()) {
     const rocksdb::Slice k = it->key(), v = it->value();
     if (k[0] == 'q' && k.size() == 13) {
@@ -83,6 +84,10 @@ absl::Status RowStore::WriteDelta(const std::string& path, DeltaToken token) {
 absl::Status RowStore::ApplyDelta(const std::string& path) {
   absl::StatusOr<std::unique_ptr<DeltaReader>> r = DeltaReader::Open(path);
   if (!r.ok()) return r.status();
+  if (absl::Status st = CheckRowLayout(options_, (*r)->layout(), path);
+      !st.ok()) {
+    return st;
+  }
   const uint64_t epoch = (*r)->epoch();
   if (epoch != epoch_) {
     return absl::FailedPreconditionError(

@@ -22,7 +22,7 @@ std::string ShardedTable::MemorySnapshotFile(const std::string& dir) const {
 absl::Status ShardedTable::WriteMemorySnapshot(const std::string& path,
                                                bool full) {
   absl::StatusOr<std::unique_ptr<DeltaWriter>> w =
-      DeltaWriter::Create(path, memory_epoch_.load());
+      DeltaWriter::Create(path, memory_epoch_.load(), RowLayoutCode(o_));
   if (!w.ok()) return w.status();
   for (uint32_t s = 0; s < shards_.size(); ++s) {
     Shard& sh = shards_[s];
@@ -59,6 +59,9 @@ absl::Status ShardedTable::WriteMemorySnapshot(const std::string& path,
 absl::Status ShardedTable::ApplyMemoryDelta(const std::string& path) {
   absl::StatusOr<std::unique_ptr<DeltaReader>> r = DeltaReader::Open(path);
   if (!r.ok()) return r.status();
+  if (absl::Status st = CheckRowLayout(o_, (*r)->layout(), path); !st.ok()) {
+    return st;
+  }
   std::vector<DeltaRecord> records;
   std::vector<float> scratch(stride_);
   DeltaRecord rec;

@@ -19,6 +19,7 @@
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
+#include "sparse_table/accessor.h"
 
 namespace sampan {
 
@@ -238,7 +239,37 @@ absl::StatusOr<std::unique_ptr<RowStore>> RowStore::Open(
     std::memcpy(&e, epoch.data(), 4);
     store->epoch_ = e;
   }
+  if (absl::Status st = store->CheckLayout(); !st.ok()) return st;
   return store;
+}
+
+absl::Status RowStore::CheckLayout() {
+  std::string value;
+  const rocksdb::Status s = db()->Get(rocksdb::ReadOptions(), cf_, "m", &value);
+  if (s.ok()) {
+    if (value.size() != 4) {
+      return absl::DataLossError(
+          absl::StrCat(dir_, ": table '", options_.table_name, "' has a ",
+                       value.size(), "-byte row layout record"));
+    }
+    uint32_t code;
+    std::memcpy(&code, value.data(), 4);
+    return CheckRowLayout(options_, code, dir_);
+  }
+  if (!s.IsNotFound()) return FromRocks(s, "read row layout in " + dir_);
+  // A new table, or one from before layouts were recorded: FP32 rows.
+  std::unique_ptr<rocksdb::Iterator> it(
+      db()->NewIterator(rocksdb::ReadOptions(), cf_));
+  it->Seek("r");
+  if (it->Valid() && it->key().starts_with("r")) {
+    if (absl::Status st = CheckRowLayout(options_, 0, dir_); !st.ok()) {
+      return st;
+    }
+  }
+  it.reset();
+  rocksdb::WriteBatch wb;
+  wb.Put(cf_, "m", rocksdb::Slice(reinterpret_cast<const char*>(&layout_), 4));
+  return Write(&wb, /*sync=*/true);
 }
 
 RowStore::RowStore(std::shared_ptr<SharedDb> db,
@@ -248,6 +279,8 @@ RowStore::RowStore(std::shared_ptr<SharedDb> db,
       shared_(std::move(db)),
       cf_(cf),
       sync_(sync),
+      layout_(RowLayoutCode(o)),
+      options_(o),
       dir_(std::move(dir)),
       tmp_dir_(absl::StrCat(dir_, "/ingest-", o.table_name)) {
   // The hot tier caches decoded rows; a cached 4 KiB block would hold one

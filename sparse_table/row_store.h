@@ -8,6 +8,8 @@
 //                                       followed by the LE32 epoch it was
 //                                       last written in
 //   'x' + big-endian key             -> LE32 epoch a shrink deleted it in
+//   'm'                              -> the rows' layout (LE32
+//                                       RowLayoutCode, accessor.h)
 //   'l' + BE32 shard                 -> redo log mode: the LSN of the last
 //                                       log record the shard's stored rows
 //                                       and sequences include (LE64)
@@ -16,14 +18,16 @@
 // a delta holds the rows and deletions stamped with the epoch it ends.
 //
 // Delta file format (version 2, all little-endian; snapshot_file.h):
-//   header   "SMPDELTA" | u32 version | u32 0 | u64 epoch it ends
+//   header   "SMPDELTA" | u32 version | u32 row layout | u64 epoch it ends
 //   record*  u8 type | u64 key | payload
 //              type 1 row:      u32 n | n x f32 (stored floats)
 //              type 2 deleted:  nothing
 //              type 3 sequence: u32 shard | u64 sequence (key = writer)
 //   trailer  u8 0 | u64 number of records | u32 masked CRC-32C of every
 //            byte before it (version 1 files, without it, still read)
-// Records are in no particular order; a key has at most one row or
+// The row layout (RowLayoutCode) was a reserved 0 before row formats; such
+// files still read into FP32 tables. Records are in no particular order; a
+// key has at most one row or
 // deletion. The memory backend's full snapshots are the same format.
 // RocksDB WAL mode: a push is written as one WriteBatch holding its changed
 // rows and the sequences of the shards it touched, so both reach the WAL
@@ -190,6 +194,9 @@ class RowStore {
   std::string TempSstPath();
   rocksdb::DB* db() const;
   absl::Status PutEpoch(uint32_t epoch);
+  // Records the table's row layout on first open; FailedPrecondition when
+  // the table holds another ('m').
+  absl::Status CheckLayout();
   absl::Status IngestSst(std::vector<std::pair<std::string, std::string>>& puts,
                          const std::vector<std::string>& deletes);
 
@@ -204,6 +211,8 @@ class RowStore {
   // (TableOptions::block_cache_bytes).
   rocksdb::ReadOptions row_reads_;
   std::atomic<uint32_t> epoch_{1};
+  const uint32_t layout_;  // RowLayoutCode of the table's options
+  const TableOptions options_;
   const std::string dir_;
   const std::string tmp_dir_;  // <dir>/ingest-<table>
 };

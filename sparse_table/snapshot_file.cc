@@ -19,7 +19,7 @@ constexpr uint32_t kMaxFloats = 1u << 20;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeltaWriter>> DeltaWriter::Create(
-    const std::string& path, uint64_t epoch) {
+    const std::string& path, uint64_t epoch, uint32_t layout) {
   std::FILE* f = std::fopen((path + ".tmp").c_str(), "wb");
   if (f == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot create ", path, ".tmp"));
@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<DeltaWriter>> DeltaWriter::Create(
   std::unique_ptr<DeltaWriter> w(new DeltaWriter(path, f));
   w->Put(kMagic, 8);
   w->Put(kVersion);
-  w->Put(uint32_t{0});
+  w->Put(layout);
   w->Put(epoch);
   return w;
 }
@@ -87,10 +87,9 @@ absl::StatusOr<std::unique_ptr<DeltaReader>> DeltaReader::Open(
   if (f == nullptr) return absl::NotFoundError(absl::StrCat("no ", path));
   std::unique_ptr<DeltaReader> r(new DeltaReader(path, f));
   char magic[8];
-  uint32_t zero;
   if (!r->Get(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 ||
       !r->Get(&r->version_) || r->version_ < 1 || r->version_ > kVersion ||
-      !r->Get(&zero) || !r->Get(&r->epoch_)) {
+      !r->Get(&r->layout_) || !r->Get(&r->epoch_)) {
     return absl::DataLossError(absl::StrCat(
         path, ": not a delta file (expected \"SMPDELTA\", version 1 to ",
         kVersion, ")"));

@@ -26,9 +26,10 @@ enum : uint8_t {
 // so `path` is either absent or whole. Not thread-safe.
 class DeltaWriter {
  public:
-  // Unavailable when the file cannot be created.
+  // Unavailable when the file cannot be created. `layout`: the rows'
+  // RowLayoutCode (accessor.h), kept in the header.
   static absl::StatusOr<std::unique_ptr<DeltaWriter>> Create(
-      const std::string& path, uint64_t epoch);
+      const std::string& path, uint64_t epoch, uint32_t layout);
   ~DeltaWriter();  // without Commit: removes the temporary file
 
   void Row(uint64_t key, const float* floats, uint32_t n);
@@ -69,6 +70,8 @@ class DeltaReader {
       const std::string& path);
   ~DeltaReader();
   uint64_t epoch() const { return epoch_; }
+  // The rows' RowLayoutCode; 0 in files written before it was recorded.
+  uint32_t layout() const { return layout_; }
   // The next record into *r; false at the end (check status()) or on error.
   bool Next(DeltaRecord* r);
   // After Next returned false: OK when the trailer checked out.
@@ -85,7 +88,7 @@ class DeltaReader {
 
   const std::string path_;
   std::FILE* f_;
-  uint32_t version_ = 0;
+  uint32_t version_ = 0, layout_ = 0;
   uint64_t epoch_ = 0, offset_ = 0, records_ = 0;
   uint32_t crc_ = 0;
   absl::Status status_;

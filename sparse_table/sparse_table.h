@@ -52,6 +52,11 @@ enum class WriteBack {
   kMemtable,  // each shard's dirty rows go into RocksDB's memtable as one
               // WriteBatch without its WAL, flushed to files later
 };
+// How a row stores its embedding v (row_format.h); w, the statistics and the
+// optimizer state stay float32.
+enum class RowFormat { kFp32, kFp16, kInt8 };
+// How a compact format rounds an updated weight (row_format.h).
+enum class Rounding { kStochastic, kNearest };
 enum class NonFinitePolicy {
   kRejectBatch,  // a NaN/Inf gradient fails the whole push; nothing applied
   kSkipKey,      // only the keys with NaN/Inf gradients are skipped
@@ -63,6 +68,12 @@ struct TableOptions {
   uint32_t num_shards = 64;
   // Width of the embedding v; 0 gives a logistic-regression table (w only).
   uint32_t embedding_dim = 8;
+  // Storage of v: float32, float16, or int8 with a float32 scale per row
+  // (about a quarter of FP32's bytes for v). Fixed for the life of a table:
+  // opening a table, snapshot or delta of another layout (format, dim,
+  // rule) fails. Pulls return float32 whatever the format.
+  RowFormat row_format = RowFormat::kFp32;
+  Rounding rounding = Rounding::kStochastic;
 
   // --- Storage ---
   Backend backend = Backend::kMemory;

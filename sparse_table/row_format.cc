@@ -1,0 +1,159 @@
+#include "sparse_table/row_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/base/casts.h"
+#include "common/hash.h"
+
+namespace sampan {
+namespace {
+
+// Uniform numbers in [0, 1) from a seed (SplitMix64's sequence).
+class Uniform {
+ public:
+  explicit Uniform(uint64_t seed) : state_(seed) {}
+  float Next() {
+    state_ += 0x9e3779b97f4a7c15ULL;
+    return static_cast<float>(Mix64(state_) >> 40) * 0x1.0p-24f;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+constexpr float kMaxHalf = 65504.0f;
+constexpr float kMinNormalHalf = 0x1.0p-14f;
+
+// The magnitude bits of the largest half <= a, for a in [0, kMaxHalf].
+uint16_t HalfTowardZero(float a) {
+  if (a < kMinNormalHalf) {
+    // Subnormal halves are multiples of 2^-24: exact scaling, truncation.
+    return static_cast<uint16_t>(a * 0x1.0p24f);
+  }
+  const uint32_t b = absl::bit_cast<uint32_t>(a);
+  const int e = static_cast<int>((b >> 23) & 0xff) - 127;  // -14..15
+  return static_cast<uint16_t>(((e + 15) << 10) | ((b >> 13) & 0x3ff));
+}
+
+// Rounds x (>= lo, < lo + 1 in units of the code) up to lo + 1 or not.
+bool RoundUp(float frac, bool lo_odd, Rounding rounding, float u) {
+  if (rounding == Rounding::kStochastic) return u < frac;
+  return frac > 0.5f || (frac == 0.5f && lo_odd);
+}
+
+}  // namespace
+
+const char* RowFormatName(RowFormat format) {
+  switch (format) {
+    case RowFormat::kFp32:
+      return "FP32";
+    case RowFormat::kFp16:
+      return "FP16";
+    case RowFormat::kInt8:
+      return "INT8";
+  }
+  return "?";
+}
+
+uint32_t EmbeddingWords(RowFormat format, uint32_t n) {
+  switch (format) {
+    case RowFormat::kFp32:
+      return n;
+    case RowFormat::kFp16:
+      return (n + 1) / 2;
+    case RowFormat::kInt8:
+      return n == 0 ? 0 : 1 + (n + 3) / 4;
+  }
+  return n;
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0) {
+    const float v = static_cast<float>(m) * 0x1.0p-24f;
+    return sign != 0 ? -v : v;
+  }
+  if (e == 31) return absl::bit_cast<float>(sign | 0x7f800000u | (m << 13));
+  return absl::bit_cast<float>(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t FloatToHalf(float f, Rounding rounding, float u) {
+  const uint16_t sign = (absl::bit_cast<uint32_t>(f) >> 16) & 0x8000;
+  const float a = std::fabs(f);
+  if (std::isnan(a)) return sign | 0x7e00;
+  if (a >= kMaxHalf) return sign | 0x7bff;  // saturates: no infinities
+  const uint16_t lo = HalfTowardZero(a);
+  const float lo_f = HalfToFloat(lo);
+  if (lo_f == a) return sign | lo;
+  // Magnitude bits are monotonic: lo + 1 is the next half up (< 0x7bff + 1).
+  const float hi_f = HalfToFloat(lo + 1);
+  const float frac = (a - lo_f) / (hi_f - lo_f);
+  return sign | (lo + (RoundUp(frac, lo & 1, rounding, u) ? 1 : 0));
+}
+
+void EncodeEmbedding(RowFormat format, Rounding rounding, uint64_t seed,
+                     const float* v, uint32_t n, float* words) {
+  if (format == RowFormat::kFp32) {
+    std::memcpy(words, v, size_t{n} * 4);
+    return;
+  }
+  const uint32_t nw = EmbeddingWords(format, n);
+  std::memset(words, 0, size_t{nw} * 4);
+  Uniform uniform(seed);
+  if (format == RowFormat::kFp16) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const float u = rounding == Rounding::kStochastic ? uniform.Next() : 0.0f;
+      const uint16_t h = FloatToHalf(v[i], rounding, u);
+      std::memcpy(reinterpret_cast<char*>(words) + 2 * i, &h, 2);
+    }
+    return;
+  }
+  // INT8: a float32 scale, then the codes.
+  float max_abs = 0;
+  for (uint32_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(v[i]));
+  const float scale = max_abs / 127.0f;
+  words[0] = scale;
+  if (scale == 0) return;
+  unsigned char* q = reinterpret_cast<unsigned char*>(words + 1);
+  for (uint32_t i = 0; i < n; ++i) {
+    const float x = std::clamp(v[i] / scale, -127.0f, 127.0f);
+    const float lo = std::floor(x);
+    const float u = rounding == Rounding::kStochastic ? uniform.Next() : 0.0f;
+    const bool lo_odd = static_cast<int>(lo) % 2 != 0;
+    const float code = RoundUp(x - lo, lo_odd, rounding, u) ? lo + 1 : lo;
+    const int8_t c = static_cast<int8_t>(std::clamp(code, -127.0f, 127.0f));
+    std::memcpy(q + i, &c, 1);
+  }
+}
+
+void DecodeEmbedding(RowFormat format, const float* words, uint32_t n,
+                     float* v) {
+  switch (format) {
+    case RowFormat::kFp32:
+      std::memcpy(v, words, size_t{n} * 4);
+      return;
+    case RowFormat::kFp16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, reinterpret_cast<const char*>(words) + 2 * i, 2);
+        v[i] = HalfToFloat(h);
+      }
+      return;
+    case RowFormat::kInt8: {
+      const float scale = words[0];
+      const unsigned char* q =
+          reinterpret_cast<const unsigned char*>(words + 1);
+      for (uint32_t i = 0; i < n; ++i) {
+        int8_t c;
+        std::memcpy(&c, q + i, 1);
+        v[i] = c * scale;
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace sampan
