@@ -2,10 +2,15 @@
 // in double, from the published update equations.
 #include "sparse_table/accessor.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "sparse_table/row_format.h"
 
 namespace sampan {
 namespace {
@@ -222,6 +227,142 @@ TEST(CtrAccessorTest, LoadRejectsWrongSizes) {
   EXPECT_EQ(row, stored);
   EXPECT_FALSE(acc.Load(stored.data(), 6, row.data()));
 }
+
+TEST(RowFormatLayoutTest, WordsPerRowAtDim16) {
+  TableOptions o = Rule(OptimizerRule::kAdagrad, 0.1f);
+  o.embedding_dim = 16;
+  // show, click, unseen, has_v, w, w_sum | v | v_sum
+  const uint32_t want[] = {6 + 16 + 1, 6 + 8 + 1, 6 + 5 + 1};
+  int i = 0;
+  for (RowFormat f : {RowFormat::kFp32, RowFormat::kFp16, RowFormat::kInt8}) {
+    o.row_format = f;
+    CtrAccessor acc(o);
+    EXPECT_EQ(acc.full_floats(), want[i++]) << RowFormatName(f);
+    EXPECT_EQ(acc.base_floats(), 6u);
+  }
+  o.row_format = RowFormat::kInt8;
+  o.rule = OptimizerRule::kSgd;
+  o.embedding_dim = 0;
+  EXPECT_EQ(CtrAccessor(o).full_floats(), 5u);  // no v: nothing to pack
+}
+
+TEST(RowFormatLayoutTest, LayoutCodesNameFormatDimAndRule) {
+  TableOptions o;
+  o.embedding_dim = 16;
+  o.row_format = RowFormat::kInt8;
+  EXPECT_EQ(DescribeRowLayout(RowLayoutCode(o)), "INT8 rows, dim 16, ADAGRAD");
+  EXPECT_TRUE(CheckRowLayout(o, RowLayoutCode(o), "f").ok());
+  const absl::Status old = CheckRowLayout(o, 0, "/x/delta-3");
+  EXPECT_EQ(old.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(old.message().find("/x/delta-3 holds an unrecorded layout"),
+            std::string::npos)
+      << old;
+  TableOptions fp32 = o;
+  fp32.row_format = RowFormat::kFp32;
+  EXPECT_TRUE(CheckRowLayout(fp32, 0, "f").ok());  // files from before
+  const absl::Status other = CheckRowLayout(fp32, RowLayoutCode(o), "d");
+  EXPECT_NE(other.message().find("d holds INT8 rows, dim 16, ADAGRAD; table "
+                                 "'table0' is configured for FP32 rows"),
+            std::string::npos)
+      << other;
+}
+
+// Each push decodes v, updates it in float32 exactly as an FP32 row would
+// and rounds once: an FP32 twin given the compact row's decoded v and its
+// state takes the same step; the compact row's v is within one code of the
+// twin's, its state and w are the twin's bit for bit. Adagrad and SGD are
+// also checked against the update worked out in double.
+class RowFormatAccessorTest
+    : public ::testing::TestWithParam<
+          std::tuple<RowFormat, OptimizerRule, Rounding>> {};
+
+TEST_P(RowFormatAccessorTest, EachPushIsTheFloat32UpdateRoundedOnce) {
+  const auto [format, rule, rounding] = GetParam();
+  TableOptions o = Rule(rule, 0.05f);
+  o.embedding_dim = 16;
+  o.init_range = 0.05f;
+  o.initial_accumulator = 1;
+  o.embedding_initial_accumulator = 1;
+  o.row_format = format;
+  o.rounding = rounding;
+  TableOptions o32 = o;
+  o32.row_format = RowFormat::kFp32;
+  const CtrAccessor acc(o), ref(o32);
+  const uint32_t dim = 16, base = acc.base_floats(),
+                 vs = base + acc.embedding_words();
+  std::vector<float> row(acc.full_floats()), twin(ref.full_floats());
+  acc.InitRow(77, row.data());
+  ref.InitRow(77, twin.data());
+  std::vector<float> before(1 + dim), after(1 + dim), want(1 + dim);
+  acc.Pull(row.data(), before.data());
+  ref.Pull(twin.data(), want.data());
+  for (uint32_t j = 0; j <= dim; ++j) {  // the initial v, rounded once
+    EXPECT_NEAR(before[j], want[j], 0.05 / 127 + 1e-7) << j;
+  }
+  std::mt19937 rng(5);
+  std::normal_distribution<float> gauss(0, 0.3f);
+  for (int step = 0; step < 300; ++step) {
+    acc.Pull(row.data(), before.data());
+    std::copy(row.begin(), row.begin() + base, twin.begin());
+    std::copy(before.begin() + 1, before.end(), twin.begin() + base);
+    std::copy(row.begin() + vs, row.end(), twin.begin() + base + dim);
+    std::vector<float> g(1 + dim);
+    for (float& x : g) x = gauss(rng);
+    const double sum_before = row.back();  // Adagrad: v's sum
+    acc.Push(77, row.data(), g.data(), 1, step % 3 == 0);
+    ref.Push(77, twin.data(), g.data(), 1, step % 3 == 0);
+    acc.Pull(row.data(), after.data());
+    ref.Pull(twin.data(), want.data());
+    ASSERT_EQ(after[0], want[0]) << "w, step " << step;
+    ASSERT_EQ(std::memcmp(row.data() + vs, twin.data() + base + dim,
+                          (row.size() - vs) * 4),
+              0)
+        << "optimizer state, step " << step;
+    float max_abs = 0;
+    for (uint32_t j = 1; j <= dim; ++j) {
+      max_abs = std::max(max_abs, std::fabs(want[j]));
+    }
+    for (uint32_t j = 1; j <= dim; ++j) {
+      double tol = 0;  // FP32: the twin exactly
+      if (format == RowFormat::kFp16) {
+        tol = std::max(std::fabs(want[j]) * 0x1.0p-10, 0x1.0p-24);
+      } else if (format == RowFormat::kInt8) {
+        tol = max_abs / 127.0 * 1.0001;
+      }
+      if (rounding == Rounding::kNearest) tol /= 2;
+      ASSERT_LE(std::fabs(after[j] - want[j]), tol)
+          << "v[" << j - 1 << "], step " << step;
+    }
+    if (rule == OptimizerRule::kAdagrad || rule == OptimizerRule::kSgd) {
+      // In double from the decoded v and, for Adagrad, the stored sum.
+      double lr = 0.05;
+      if (rule == OptimizerRule::kAdagrad) {
+        double mean_sq = 0;
+        for (uint32_t j = 1; j <= dim; ++j) mean_sq += double(g[j]) * g[j];
+        const double sum = sum_before + mean_sq / dim;
+        ASSERT_NEAR(row.back(), sum, sum * 1e-6);
+        lr = 0.05 / std::sqrt(sum);
+      }
+      for (uint32_t j = 1; j <= dim; ++j) {
+        const double exact = before[j] - lr * g[j];
+        const double tol = format == RowFormat::kFp32 ? 1e-6
+                           : format == RowFormat::kFp16
+                               ? std::fabs(exact) * 0x1.0p-10 + 1e-6
+                               : max_abs / 127.0 + 1e-6;
+        ASSERT_NEAR(after[j], exact, tol)
+            << "v[" << j - 1 << "], step " << step;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FormatsRulesRoundings, RowFormatAccessorTest,
+    ::testing::Combine(
+        ::testing::Values(RowFormat::kFp32, RowFormat::kFp16, RowFormat::kInt8),
+        ::testing::Values(OptimizerRule::kSgd, OptimizerRule::kAdagrad,
+                          OptimizerRule::kAdam, OptimizerRule::kFtrl),
+        ::testing::Values(Rounding::kStochastic, Rounding::kNearest)));
 
 }  // namespace
 }  // namespace sampan
