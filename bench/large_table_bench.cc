@@ -10,6 +10,8 @@
 //     (each such key is read from RocksDB into the tier: rows added to the
 //     tier plus rows evicted from it, per pulled key);
 //   table_peak_rss_mb against budget_mb (rss_within_budget: at most 1.25x).
+//   memory_bytes_per_row: the table's memory (rows and index) per row it
+//     holds in memory, after the build (--row_format=fp32|fp16|int8);
 // --case=memory runs the same steps on a memory table holding every row
 // (the all-hot peer). --phase=build builds the table in --dir and exits;
 // --phase=train trains on the table an earlier run built there, in a fresh
@@ -109,7 +111,7 @@ bool Train(SparseTable& t, uint64_t rows, int batch, double seconds,
 int Main(int argc, char** argv) {
   auto flags = Flags::Parse(argc, argv, 1,
                             {"case", "rows", "dim", "budget_mb", "seconds",
-                             "dir", "chunk", "batch", "phase"});
+                             "dir", "chunk", "batch", "phase", "row_format"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;
@@ -130,6 +132,14 @@ int Main(int argc, char** argv) {
   o.embedding_dim = *flags->GetInt("dim", 16);
   o.rule = OptimizerRule::kAdagrad;
   o.num_shards = 64;
+  const std::string format = flags->Get("row_format", "fp32");
+  if (format != "fp32" && format != "fp16" && format != "int8") {
+    std::fprintf(stderr, "--row_format=fp32|fp16|int8\n");
+    return 2;
+  }
+  o.row_format = format == "int8"   ? RowFormat::kInt8
+                 : format == "fp16" ? RowFormat::kFp16
+                                    : RowFormat::kFp32;
   if (which == "rocksdb") {
     o.backend = Backend::kRocksDb;
     o.data_dir = flags->Get("dir", "/tmp/large_table_bench");
@@ -157,13 +167,14 @@ int Main(int argc, char** argv) {
   if (phase != "build" && !Train(t, rows, batch, seconds, &trained)) return 1;
   const double table_peak_mb = (PeakRssKb() - baseline_kb) / 1024.0;
   std::printf(
-      "case=%s phase=%s rows=%llu dim=%u parameters=%.3g "
-      "build_rows_per_s=%.0f "
+      "case=%s phase=%s row_format=%s rows=%llu dim=%u parameters=%.3g "
+      "build_rows_per_s=%.0f memory_bytes_per_row=%.1f "
       "disk_bytes_per_row=%.1f keys_per_s=%.0f cold_share=%.3f steps=%llu "
       "budget_mb=%llu table_peak_rss_mb=%.0f peak_rss_mb=%.0f "
       "rss_within_budget=%d\n",
-      which.c_str(), phase.c_str(), (unsigned long long)rows, o.embedding_dim,
-      double(rows) * (o.embedding_dim + 1), build_rate,
+      which.c_str(), phase.c_str(), format.c_str(), (unsigned long long)rows,
+      o.embedding_dim, double(rows) * (o.embedding_dim + 1), build_rate,
+      double(built.memory_bytes) / std::max<uint64_t>(1, built.hot_rows),
       built.disk_bytes ? double(built.disk_bytes) / rows : 0.0,
       trained.keys_per_s, trained.cold_share, (unsigned long long)trained.steps,
       (unsigned long long)budget_mb, table_peak_mb, PeakRssKb() / 1024.0,

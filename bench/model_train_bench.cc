@@ -7,6 +7,7 @@
 //     [--holdout=0.1] [--epochs=1] [--threads=2] [--batch=1024] [--dim=8]
 //     [--hidden=400,400,400] [--cross=3] [--lr=0.05] [--dense_lr=0.001]
 //     [--rule=adagrad|adam|ftrl|sgd] [--l2=0] [--l1=0] [--init=0.01] [--seed=1]
+//     [--row_format=fp32|fp16|int8] [--rounding=stochastic|nearest]
 //     [--min_count=0] [--int=buckets|log|both] [--init_acc=0.01] [--empty]
 //     [--gemm] [--gather]
 // --gather: the same-run peer of sparse models, one thread's rate of
@@ -16,7 +17,8 @@
 // less with the load than the wall-clock rate.
 // --int: Criteo's integer fields as bucket signs, dense log(1 + x) inputs,
 // or both (data.integer_features). --empty: an empty field is a sign of its
-// own (data.empty_field_signs). --init_acc: Adagrad's starting sum.
+// own (data.empty_field_signs). --init_acc: Adagrad's starting sum of w,
+// --emb_acc of v (default: as a job maps model.type).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -31,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
+#include "sparse_table/job_options.h"
 #include "trainer/local_trainer.h"
 
 namespace sampan {
@@ -110,11 +113,11 @@ double CpuSeconds() {
 int Main(int argc, char** argv) {
   auto flags = Flags::Parse(
       argc, argv, 1,
-      {"data",       "format",   "model",     "holdout",  "epochs",
-       "threads",    "batch",    "dim",       "hidden",   "cross",
-       "lr",         "dense_lr", "l2",        "init",     "seed",
-       "gemm",       "dense_l2", "min_count", "rule",     "l1",
-       "test_first", "int",      "gather",    "init_acc", "empty"});
+      {"data",  "format",     "model",      "holdout", "epochs",   "threads",
+       "batch", "dim",        "hidden",     "cross",   "lr",       "dense_lr",
+       "l2",    "init",       "seed",       "gemm",    "dense_l2", "min_count",
+       "rule",  "l1",         "test_first", "int",     "gather",   "init_acc",
+       "empty", "row_format", "rounding",   "emb_acc"});
   if (!flags.ok() || !flags->Has("data")) {
     std::fprintf(stderr, "usage: model_train_bench --data=FILE ...\n");
     return 2;
@@ -170,8 +173,21 @@ int Main(int argc, char** argv) {
                  : rule == "ftrl" ? OptimizerRule::kFtrl
                  : rule == "sgd"  ? OptimizerRule::kSgd
                                   : OptimizerRule::kAdagrad;
+  const std::string format = f.Get("row_format", "fp32");
+  o.table.row_format = format == "int8"   ? RowFormat::kInt8
+                       : format == "fp16" ? RowFormat::kFp16
+                                          : RowFormat::kFp32;
+  o.table.rounding = f.Get("rounding", "stochastic") == "nearest"
+                         ? Rounding::kNearest
+                         : Rounding::kStochastic;
   o.table.init_range = Num(f, "init", 0.01);
   o.table.initial_accumulator = Num(f, "init_acc", 0.01);
+  // v's start as a job maps it (sparse_table/job_options.h): w's for DNN,
+  // whose embeddings are its only sparse signal, 1000 otherwise.
+  o.table.embedding_initial_accumulator =
+      Num(f, "emb_acc",
+          o.model.kind == CtrKind::kDnn ? o.table.initial_accumulator
+                                        : kEmbeddingInitialAccumulator);
   o.dense.learning_rate = Num(f, "dense_lr", 0.001);
   o.dense.l2 = Num(f, "dense_l2", 0);
   o.threads = Num(f, "threads", 2);
@@ -189,8 +205,8 @@ int Main(int argc, char** argv) {
   // Forward, and backward's two products per layer: 3 GEMMs of 2 FLOP/MAC.
   const double flops = 6 * macs * r->examples_per_second;
   std::printf(
-      "model=%s train=%zu test=%zu epochs=%d threads=%d test_auc=%.4f "
-      "logloss=%.4f copc=%.3f examples_per_s=%.0f cpu_s=%.2f "
+      "model=%s train=%zu test=%zu epochs=%d threads=%d test_auc=%.5f "
+      "logloss=%.5f copc=%.3f examples_per_s=%.0f cpu_s=%.2f "
       "examples_per_cpu_s=%.0f dense_gflops=%.1f",
       f.Get("model", "deepfm").c_str(), train->size(), test->size(), o.epochs,
       o.threads, r->test.auc, r->test.logloss, r->test.copc,

@@ -182,6 +182,12 @@ absl::Status ValidateStorage(const TableConfig& t) {
       t.durability() == DURABILITY_UNSPECIFIED
           ? Invalid("table.durability", "must be set (WAL or SYNC)")
           : absl::OkStatus(),
+      t.row_format() == ROW_FORMAT_UNSPECIFIED
+          ? Invalid("table.row_format", "must be set (FP32, FP16 or INT8)")
+          : absl::OkStatus(),
+      t.rounding() == ROUNDING_UNSPECIFIED
+          ? Invalid("table.rounding", "must be set (STOCHASTIC or NEAREST)")
+          : absl::OkStatus(),
       t.backend() == ROCKSDB && t.hot_tier_bytes() < (1u << 20)
           ? Invalid("table.hot_tier_bytes", "must be at least 1 MiB")
           : absl::OkStatus(),
@@ -484,6 +490,8 @@ JobConfig DefaultJobConfig() {
   table->set_durability_log(REDO_LOG);
   table->set_min_free_disk_bytes(uint64_t{256} << 20);
   table->set_write_back(SST_FILES);
+  table->set_row_format(FP32);
+  table->set_rounding(STOCHASTIC);
   AccessorConfig* accessor = table->mutable_accessor();
   accessor->set_nonclk_coeff(0.1f);
   accessor->set_click_coeff(1);

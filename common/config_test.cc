@@ -23,6 +23,19 @@ std::string ParseError(const std::string& yaml) {
   return std::string(config.status().message());
 }
 
+TEST(ConfigTest, RowFormatMustBeNamed) {
+  EXPECT_EQ(ParseError("table: {row_format: INT8, rounding: NEAREST}\n"), "");
+  EXPECT_NE(ParseError("table: {row_format: INT4}\n").find("row_format"),
+            std::string::npos);
+  EXPECT_EQ(ParseError("table: {rounding: UP}\n"),
+            "job.yaml:1: table.rounding: expected one of STOCHASTIC, NEAREST, "
+            "got \"UP\"");
+  JobConfig c = DefaultJobConfig();
+  c.mutable_table()->set_row_format(ROW_FORMAT_UNSPECIFIED);
+  EXPECT_EQ(ValidateJobConfig(c).message(),
+            "table.row_format: must be set (FP32, FP16 or INT8)");
+}
+
 TEST(ConfigTest, DefaultsAreValid) {
   EXPECT_TRUE(ValidateJobConfig(DefaultJobConfig()).ok());
 }

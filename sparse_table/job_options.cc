@@ -69,6 +69,8 @@ TableOptions DenseTableOptionsFromJob(const JobConfig& job,
   o.beta2 = 0.999f;
   o.epsilon = 1e-8f;
   o.init_range = 0;
+  // Dense weights are few and dense: nothing to gain from packing them.
+  o.row_format = RowFormat::kFp32;
   o.min_weight = -FLT_MAX;
   o.max_weight = FLT_MAX;
   o.embedx_threshold = 0;
@@ -107,6 +109,11 @@ TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index) {
     o.durability_log = DurabilityLog::kRedoLog;
   }
   if (t.write_back() == MEMTABLE) o.write_back = WriteBack::kMemtable;
+  o.row_format = t.row_format() == INT8   ? RowFormat::kInt8
+                 : t.row_format() == FP16 ? RowFormat::kFp16
+                                          : RowFormat::kFp32;
+  o.rounding =
+      t.rounding() == NEAREST ? Rounding::kNearest : Rounding::kStochastic;
   const AccessorConfig& a = t.accessor();
   o.nonclk_coeff = a.nonclk_coeff();
   o.click_coeff = a.click_coeff();

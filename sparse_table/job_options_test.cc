@@ -22,6 +22,8 @@ TEST(JobOptionsTest, DefaultsMapToAValidMemoryTable) {
   EXPECT_EQ(o.min_weight, -FLT_MAX);  // 0/0 in the config = unbounded
   EXPECT_EQ(o.initial_accumulator, 1.0f);
   EXPECT_EQ(o.embedding_initial_accumulator, 1000.0f);
+  EXPECT_EQ(o.row_format, RowFormat::kFp32);
+  EXPECT_EQ(o.rounding, Rounding::kStochastic);
   auto table = NewTable(o);
   ASSERT_TRUE(table.ok());
   EXPECT_EQ((*table)->pull_dim(), 9u);
@@ -67,6 +69,21 @@ TEST(JobOptionsTest, AsyncDeepJobsGetADenseTableWithTheDenseOptimizer) {
   job->mutable_model()->set_mode(ModelConfig::ASYNC);
   job->mutable_model()->set_type(FM);  // no dense weights
   EXPECT_FALSE(HasDenseTable(*job));
+}
+
+TEST(JobOptionsTest, RowFormatMapsToSparseTablesOnly) {
+  absl::StatusOr<JobConfig> job = ParseJobConfig(
+      "model: {type: DNN, mode: ASYNC}\n"
+      "table: {row_format: INT8, rounding: NEAREST}\n",
+      "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  const TableOptions o = TableOptionsFromJob(*job, 0);
+  EXPECT_EQ(o.row_format, RowFormat::kInt8);
+  EXPECT_EQ(o.rounding, Rounding::kNearest);
+  ASSERT_TRUE(HasDenseTable(*job));
+  EXPECT_EQ(DenseTableOptionsFromJob(*job, 0).row_format, RowFormat::kFp32);
+  job->mutable_table()->set_row_format(FP16);
+  EXPECT_EQ(TableOptionsFromJob(*job, 0).row_format, RowFormat::kFp16);
 }
 
 TEST(JobOptionsTest, RocksDbFieldsMap) {

@@ -10,13 +10,15 @@
 namespace sampan {
 namespace {
 
-// Uniform numbers in [0, 1) from a seed (SplitMix64's sequence).
+// Uniform numbers in [0, 1), or 64 random bits, from a seed (SplitMix64's
+// sequence).
 class Uniform {
  public:
   explicit Uniform(uint64_t seed) : state_(seed) {}
-  float Next() {
+  float Next() { return static_cast<float>(Bits() >> 40) * 0x1.0p-24f; }
+  uint64_t Bits() {
     state_ += 0x9e3779b97f4a7c15ULL;
-    return static_cast<float>(Mix64(state_) >> 40) * 0x1.0p-24f;
+    return Mix64(state_);
   }
 
  private:
@@ -25,6 +27,9 @@ class Uniform {
 
 constexpr float kMaxHalf = 65504.0f;
 constexpr float kMinNormalHalf = 0x1.0p-14f;
+// The same bounds as float32 bit patterns (of magnitudes).
+constexpr uint32_t kMinNormalHalfBits = 0x38800000;  // 2^-14
+constexpr uint32_t kMaxHalfBits = 0x477fe000;        // 65504
 
 // The magnitude bits of the largest half <= a, for a in [0, kMaxHalf].
 uint16_t HalfTowardZero(float a) {
@@ -102,11 +107,32 @@ void EncodeEmbedding(RowFormat format, Rounding rounding, uint64_t seed,
   }
   const uint32_t nw = EmbeddingWords(format, n);
   std::memset(words, 0, size_t{nw} * 4);
+  const bool stochastic = rounding == Rounding::kStochastic;
   Uniform uniform(seed);
+  uint64_t bits = 0;  // 16 random bits per weight, four per draw
+  auto random16 = [&](uint32_t i) {
+    if (i % 4 == 0) bits = uniform.Bits();
+    const uint32_t r = bits & 0xffff;
+    bits >>= 16;
+    return r;
+  };
   if (format == RowFormat::kFp16) {
     for (uint32_t i = 0; i < n; ++i) {
-      const float u = rounding == Rounding::kStochastic ? uniform.Next() : 0.0f;
-      const uint16_t h = FloatToHalf(v[i], rounding, u);
+      const uint32_t r = stochastic ? random16(i) : 0;
+      const uint32_t b = absl::bit_cast<uint32_t>(v[i]);
+      const uint32_t a = b & 0x7fffffff;
+      uint16_t h;
+      if (a >= kMinNormalHalfBits && a < kMaxHalfBits) {
+        // A normal half: add to the 13 bits the half drops (random ones, or
+        // just under half a step plus the kept bit for ties to even) and
+        // truncate; a carry moves to the next code, exponent included.
+        const uint32_t add =
+            stochastic ? (r & 0x1fff) : 0xfff + ((a >> 13) & 1);
+        const uint32_t m = ((a + add) >> 13) - (112u << 10);
+        h = static_cast<uint16_t>(((b >> 16) & 0x8000) | std::min(m, 0x7bffu));
+      } else {  // subnormal, saturated or NaN: the general conversion
+        h = FloatToHalf(v[i], rounding, r * 0x1.0p-16f);
+      }
       std::memcpy(reinterpret_cast<char*>(words) + 2 * i, &h, 2);
     }
     return;
@@ -117,14 +143,15 @@ void EncodeEmbedding(RowFormat format, Rounding rounding, uint64_t seed,
   const float scale = max_abs / 127.0f;
   words[0] = scale;
   if (scale == 0) return;
+  const float inv = 127.0f / max_abs;
   unsigned char* q = reinterpret_cast<unsigned char*>(words + 1);
   for (uint32_t i = 0; i < n; ++i) {
-    const float x = std::clamp(v[i] / scale, -127.0f, 127.0f);
-    const float lo = std::floor(x);
-    const float u = rounding == Rounding::kStochastic ? uniform.Next() : 0.0f;
-    const bool lo_odd = static_cast<int>(lo) % 2 != 0;
-    const float code = RoundUp(x - lo, lo_odd, rounding, u) ? lo + 1 : lo;
-    const int8_t c = static_cast<int8_t>(std::clamp(code, -127.0f, 127.0f));
+    // x + 128 is in [1, 255]: truncation is floor, without a branch.
+    // Stochastic: floor(x + u) is floor(x) + 1 with probability frac(x);
+    // nearest: floor(x + 0.5), ties up.
+    const float x = std::clamp(v[i] * inv, -127.0f, 127.0f) + 128.0f;
+    const float u = stochastic ? random16(i) * 0x1.0p-16f : 0.5f;
+    const int8_t c = static_cast<int8_t>(static_cast<int>(x + u) - 128);
     std::memcpy(q + i, &c, 1);
   }
 }

@@ -9,10 +9,10 @@
 //
 // Rounding happens once per update: the weights are decoded to float32,
 // updated there, and encoded. kNearest rounds to the nearest code (ties to
-// even); kStochastic rounds up with probability equal to the distance from
-// the code below, so an update smaller than half a step still moves the
-// weight in expectation. The random numbers come from a caller's seed (the
-// accessor derives it from the key and the row's statistics), so replaying
+// even; INT8's ties go up); kStochastic rounds up with probability equal to the
+// distance from the code below, so an update smaller than half a step still
+// moves the weight in expectation. The random numbers come from a caller's seed
+// (the accessor derives it from the key and the row's statistics), so replaying
 // the same pushes on the same rows gives the same words: a recovered table
 // equals one that never crashed.
 //

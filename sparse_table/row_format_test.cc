@@ -18,7 +18,7 @@ TEST(HalfTest, KnownValues) {
   EXPECT_EQ(FloatToHalf(-2.0f, Rounding::kNearest, 0), 0xc000);
   EXPECT_EQ(FloatToHalf(0.0f, Rounding::kNearest, 0), 0x0000);
   EXPECT_EQ(FloatToHalf(65504.0f, Rounding::kNearest, 0), 0x7bff);
-  EXPECT_EQ(FloatToHalf(1e6f, Rounding::kNearest, 0), 0x7bff);    // saturates
+  EXPECT_EQ(FloatToHalf(1e6f, Rounding::kNearest, 0), 0x7bff);  // saturates
   EXPECT_EQ(FloatToHalf(-1e6f, Rounding::kNearest, 0), 0xfbff);
   EXPECT_EQ(FloatToHalf(0x1.0p-24f, Rounding::kNearest, 0), 0x0001);
   EXPECT_EQ(FloatToHalf(0x1.0p-14f, Rounding::kNearest, 0), 0x0400);
@@ -38,8 +38,7 @@ TEST(HalfTest, KnownValues) {
 TEST(HalfTest, NearestIsWithinHalfAStepAndTiesGoToEven) {
   // 1 + 2^-11 is halfway between 1 (even code) and 1 + 2^-10.
   EXPECT_EQ(FloatToHalf(1.0f + 0x1.0p-11f, Rounding::kNearest, 0), 0x3c00);
-  EXPECT_EQ(FloatToHalf(1.0f + 3 * 0x1.0p-11f, Rounding::kNearest, 0),
-            0x3c02);
+  EXPECT_EQ(FloatToHalf(1.0f + 3 * 0x1.0p-11f, Rounding::kNearest, 0), 0x3c02);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-100, 100);
   for (int i = 0; i < 100000; ++i) {
@@ -93,6 +92,46 @@ std::vector<float> RoundTrip(RowFormat f, Rounding r, uint64_t seed,
   DecodeEmbedding(f, words.data(), v.size(), back.data());
   if (words_out != nullptr) *words_out = words;
   return back;
+}
+
+// EncodeEmbedding converts normal halves by adding to the dropped bits:
+// the same codes as FloatToHalf under nearest rounding, and under
+// stochastic rounding one of the two neighbours, unbiased.
+TEST(EmbeddingTest, Fp16EncodingMatchesTheGeneralConversion) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> mantissa(-1, 1);
+  std::vector<float> v(4096);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = mantissa(rng) * std::ldexp(1.0f, int(i % 40) - 28);  // 2^-28..2^11
+  }
+  v[0] = 65504.0f;
+  v[1] = 65519.0f;  // rounds to 65504 (nearest) or saturates there
+  v[2] = -1e9f;
+  v[3] = 0x1.0p-14f;
+  v[4] = 0x1.ffcp-15f;  // the largest subnormal
+  std::vector<float> words(EmbeddingWords(RowFormat::kFp16, v.size()));
+  EncodeEmbedding(RowFormat::kFp16, Rounding::kNearest, 1, v.data(), v.size(),
+                  words.data());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, reinterpret_cast<const char*>(words.data()) + 2 * i, 2);
+    ASSERT_EQ(h, FloatToHalf(v[i], Rounding::kNearest, 0)) << v[i];
+  }
+  std::vector<float> back(v.size());
+  double sum = 0;
+  const int n = 4000;
+  const float x = 3.0f + 0.7f * 0x1.0p-9f;  // 70% of a step above 3
+  std::vector<float> xs(64, x);
+  for (int seed = 0; seed < n / 64; ++seed) {
+    EncodeEmbedding(RowFormat::kFp16, Rounding::kStochastic, seed, xs.data(),
+                    xs.size(), words.data());
+    DecodeEmbedding(RowFormat::kFp16, words.data(), xs.size(), back.data());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      ASSERT_TRUE(back[i] == 3.0f || back[i] == 3.0f + 0x1.0p-9f) << back[i];
+      sum += back[i];
+    }
+  }
+  EXPECT_NEAR(sum / (n / 64 * 64), x, 0.02 * 0x1.0p-9);
 }
 
 TEST(EmbeddingTest, Int8KeepsTheLargestExactAndTheRestWithinAStep) {
