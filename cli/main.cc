@@ -98,6 +98,7 @@ commands:
                           live (fewest moves), pushes pause briefly, nothing
                           acknowledged is lost; waits until it is done
   plan --rows=N|--parameters=N --examples_per_second=E [--dim=16]
+       [--row_format=FP32|FP16|INT8]
        [--model=FM|DEEPFM] [--batch_size=1024] [--keys_per_example=39]
        [--unique_fraction=0.5] [--hot_rows=0.2] [--hot_hits=0.9]
        [--node_cores=32 --node_ram_gib=256 --node_disk_tib=4

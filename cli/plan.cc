@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/flags.h"
+#include "sparse_table/row_format.h"
 
 namespace sampan {
 namespace {
@@ -149,8 +150,10 @@ absl::StatusOr<Plan> MakePlan(const PlanInput& in) {
   auto line = [&](std::string what, std::string value, std::string from) {
     plan.lines.push_back({std::move(what), std::move(value), std::move(from)});
   };
-  const double hot_row = F(kHotRowBase) + F(kHotRowPerDim) * in.dim;
-  const double disk_row = F(kDiskRowBase) + 4.0 * in.dim;
+  // v's bytes in the row format; the fits' per-dim figures are FP32's 4 B.
+  const double v_bytes = 4.0 * EmbeddingWords(in.row_format, in.dim);
+  const double hot_row = F(kHotRowBase) + F(kHotRowPerDim) * v_bytes / 4;
+  const double disk_row = F(kDiskRowBase) + v_bytes;
   const double ram = in.rows * in.hot_rows * hot_row * F(kBudgetOverhead);
   // RocksDB's space amplification and a checkpoint's hard-linked files
   // outliving compaction: twice the rows (an assumption, not measured).
@@ -303,9 +306,10 @@ absl::StatusOr<FleetPrediction> PredictFleet(int pservers, int clients,
 
 std::string FormatPlan(const PlanInput& in, const Plan& plan) {
   std::string out = absl::StrFormat(
-      "plan for %s rows of dim %d, %s, %s examples/s (batch %d, %g keys an "
-      "example); nodes of %d cores, %g GiB RAM, %g TiB disk, %g Gbit/s\n\n",
-      Human(in.rows, ""), in.dim, in.model == PlanInput::kFm ? "FM" : "DeepFM",
+      "plan for %s rows of dim %d (%s), %s, %s examples/s (batch %d, %g keys "
+      "an example); nodes of %d cores, %g GiB RAM, %g TiB disk, %g Gbit/s\n\n",
+      Human(in.rows, ""), in.dim, RowFormatName(in.row_format),
+      in.model == PlanInput::kFm ? "FM" : "DeepFM",
       Human(in.examples_per_second, ""), in.batch_size, in.keys_per_example,
       in.node_cores, in.node_ram_gib, in.node_disk_tib, in.node_network_gbps);
   for (const PlanLine& l : plan.lines) {
@@ -321,12 +325,13 @@ std::string FormatPlan(const PlanInput& in, const Plan& plan) {
 }
 
 int PlanMain(int argc, char** argv) {
-  absl::StatusOr<Flags> flags = Flags::Parse(
-      argc, argv, 2,
-      {"rows", "parameters", "dim", "model", "examples_per_second",
-       "batch_size", "keys_per_example", "unique_fraction", "hot_rows",
-       "hot_hits", "node_cores", "node_ram_gib", "node_disk_tib",
-       "node_network_gbps", "pull_p99_ms", "fleet", "clients", "cores"});
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(argc, argv, 2,
+                   {"rows", "parameters", "dim", "model", "examples_per_second",
+                    "batch_size", "keys_per_example", "unique_fraction",
+                    "hot_rows", "hot_hits", "node_cores", "node_ram_gib",
+                    "node_disk_tib", "node_network_gbps", "pull_p99_ms",
+                    "fleet", "clients", "cores", "row_format"});
   auto fail = [](const absl::Status& s) {
     std::cerr << "error: sampan plan: " << s.message() << "\n";
     return kExitUsage;
@@ -359,6 +364,15 @@ int PlanMain(int argc, char** argv) {
   in.dim = number("dim", in.dim);
   in.rows = flags->Has("parameters") ? number("parameters", 0) / (in.dim + 1)
                                      : number("rows", 0);
+  const std::string format = flags->Get("row_format", "FP32");
+  if (format == "FP16") {
+    in.row_format = RowFormat::kFp16;
+  } else if (format == "INT8") {
+    in.row_format = RowFormat::kInt8;
+  } else if (format != "FP32") {
+    return fail(absl::InvalidArgumentError(
+        absl::StrCat("--row_format=", format, ": FP32, FP16 or INT8")));
+  }
   const std::string model = flags->Get("model", "FM");
   if (model == "DEEPFM") {
     in.model = PlanInput::kDeepFm;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sparse_table/sparse_table.h"
 
 namespace sampan {
 
@@ -41,6 +42,8 @@ const std::vector<Figure>& PlanFigures();
 struct PlanInput {
   double rows = 0;  // embedding rows (or parameters / (dim + 1))
   int dim = 16;
+  // table.row_format: how many bytes v takes (row_format.h).
+  RowFormat row_format = RowFormat::kFp32;
   enum Model { kFm, kDeepFm } model = kFm;
   double examples_per_second = 0;
   int batch_size = 1024;
@@ -88,7 +91,8 @@ absl::StatusOr<FleetPrediction> PredictFleet(int pservers, int clients,
 std::string FormatPlan(const PlanInput& input, const Plan& plan);
 
 // `sampan plan --rows=N|--parameters=N [--dim=16] --examples_per_second=E
-//  [--model=FM|DEEPFM] [--batch_size=B] [--keys_per_example=K] ...`
+//  [--row_format=FP32|FP16|INT8] [--model=FM|DEEPFM] [--batch_size=B]
+//  [--keys_per_example=K] ...`
 // or `sampan plan --fleet=P --clients=C --cores=N`. Exit 2 on bad input.
 int PlanMain(int argc, char** argv);
 

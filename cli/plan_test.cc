@@ -44,6 +44,21 @@ TEST(PlanTest, ATrillionParametersNeedsAFleetAndSaysWhy) {
   EXPECT_NE(text.find("bench/ps_load.sh"), std::string::npos);
 }
 
+// INT8 rows shrink v from 64 to 20 B at dim 16: the RAM-bound trillion
+// plan needs fewer pservers, by the hot row's bytes (43.6 + 4.03 x v / 4).
+TEST(PlanTest, ACompactRowFormatShrinksARamBoundFleet) {
+  absl::StatusOr<Plan> fp32 = MakePlan(Trillion());
+  PlanInput in = Trillion();
+  in.row_format = RowFormat::kInt8;
+  absl::StatusOr<Plan> int8 = MakePlan(in);
+  ASSERT_TRUE(fp32.ok() && int8.ok());
+  EXPECT_EQ(int8->bound_by, "RAM");
+  const double ratio = (43.6 + 4.03 * 20 / 4) / (43.6 + 4.03 * 16);
+  EXPECT_NEAR(double(int8->pservers) / fp32->pservers, ratio, 0.2);
+  EXPECT_LT(int8->pservers, fp32->pservers);
+  EXPECT_NE(FormatPlan(in, *int8).find("dim 16 (INT8)"), std::string::npos);
+}
+
 TEST(PlanTest, EachResourceCanBind) {
   PlanInput in = Trillion();
   in.node_ram_gib = 4096;  // RAM no longer binds: disk does
