@@ -33,6 +33,7 @@
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
 #include "google/protobuf/text_format.h"
+#include "sparse_table/job_options.h"
 #include "trainer/input_queue.h"
 #include "trainer/model_version.h"
 #include "trainer/trainer.h"
@@ -73,6 +74,11 @@ class Launcher {
       config_.set_init_model(*init);
     }
     if (!Prepare()) return 1;
+    // After Prepare's restores: the tables the pservers will open.
+    if (absl::Status s = CheckJobTableLayouts(config_); !s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
+      return 2;
+    }
     InstallSignalHandlers();
     const int code = StartAndSupervise();
     StopAll();

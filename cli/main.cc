@@ -439,6 +439,11 @@ int ValidateMain(int argc, char** argv) {
     return ConfigError(
         absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
   }
+  // The tables a run would open, where they are on this machine.
+  if (absl::Status s = CheckJobTableLayouts(*config); !s.ok()) {
+    return ConfigError(
+        absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+  }
   // The files, opened as the trainers will (a gzip file split by byte
   // range is refused here, not when `run` starts), where they are present:
   // a job validated away from its data (Kubernetes volumes) is not failed.

@@ -1,6 +1,7 @@
 #include "sparse_table/job_options.h"
 
 #include <cfloat>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 
@@ -79,6 +80,24 @@ TableOptions DenseTableOptionsFromJob(const JobConfig& job,
   o.delete_threshold = 0;
   o.delete_after_unseen_days = UINT32_MAX;
   return o;
+}
+
+absl::Status CheckJobTableLayouts(const JobConfig& job) {
+  for (uint32_t i = 0;; ++i) {
+    const TableOptions o = TableOptionsFromJob(job, i);
+    std::error_code ec;
+    if (i >= job.cluster().num_pservers() &&
+        !std::filesystem::exists(o.data_dir, ec)) {
+      return absl::OkStatus();
+    }
+    if (absl::Status st = CheckTableLayout(o); !st.ok()) return st;
+    if (HasDenseTable(job)) {
+      if (absl::Status st = CheckTableLayout(DenseTableOptionsFromJob(job, i));
+          !st.ok()) {
+        return st;
+      }
+    }
+  }
 }
 
 TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index) {

@@ -15,6 +15,13 @@ namespace sampan {
 // LR jobs get embedding_dim 0. Expects a config ValidateJobConfig accepted.
 TableOptions TableOptionsFromJob(const JobConfig& job, uint32_t pserver_index);
 
+// CheckTableLayout for every pserver's sparse and dense tables that exist
+// on disk (pservers past cluster.num_pservers too: a rescaled fleet's), so
+// that `sampan validate` and `sampan run` refuse a config that no longer
+// fits the job's tables (another row_format, embedding_dim or optimizer)
+// before any process starts. The error names the directory.
+absl::Status CheckJobTableLayouts(const JobConfig& job);
+
 // Table ids on the wire (proto/ps.proto): the sparse rows, and the dense
 // weights of model.mode ASYNC deep models and of LR/FM with dense inputs
 // (trainer/async_dense.h).

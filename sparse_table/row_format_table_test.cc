@@ -188,10 +188,19 @@ TEST_P(RowFormatTableTest, AnotherLayoutIsRefusedByName) {
   EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(t.status().message().find(" holds " + mine), std::string::npos)
       << t.status();
+  // CheckTableLayout says the same without opening the table.
+  const absl::Status checked = CheckTableLayout(y);
+  EXPECT_EQ(checked.code(), absl::StatusCode::kFailedPrecondition) << checked;
+  EXPECT_NE(checked.message().find(" holds " + mine), std::string::npos)
+      << checked;
   // Nothing was changed by the refusal: the right layout still opens.
   TableOptions z = o;
   if (mode() == Mode::kMemory) z.data_dir = snaps + "/full";
+  EXPECT_TRUE(CheckTableLayout(z).ok());
   EXPECT_TRUE(NewTable(z).ok());
+  // Where there is nothing yet, any layout is fine.
+  EXPECT_TRUE(
+      CheckTableLayout(Options(other, mode(), FreshDir(Name("none")))).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -565,56 +565,6 @@ absl::Status RowStore::Checkpoint(const std::string& dir) {
   return FromRocks(cp->CreateCheckpoint(dir), "checkpoint " + dir);
 }
 
-namespace {
-
-// Keeps a read-only open from writing its LOG into the directory it reads.
-class DiscardLogger : public rocksdb::Logger {
- public:
-  using rocksdb::Logger::Logv;
-  void Logv(const char*, va_list) override {}
-};
-
-}  // namespace
-
-absl::StatusOr<std::vector<uint64_t>> SnapshotKeys(
-    const std::string& snapshot_dir, const std::string& table_name,
-    uint32_t part, uint32_t parts) {
-  rocksdb::DBOptions dbo;
-  dbo.info_log = std::make_shared<DiscardLogger>();
-  std::vector<std::string> names;
-  absl::Status st =
-      FromRocks(rocksdb::DB::ListColumnFamilies(dbo, snapshot_dir, &names),
-                "list column families of " + snapshot_dir);
-  if (!st.ok()) return st;
-  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
-  for (const std::string& n : names) {
-    descs.emplace_back(n, rocksdb::ColumnFamilyOptions());
-  }
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  st = FromRocks(
-      rocksdb::DB::OpenForReadOnly(dbo, snapshot_dir, descs, &handles, &raw),
-      "open " + snapshot_dir + " read-only");
-  if (!st.ok()) return st;
-  std::unique_ptr<rocksdb::DB> db(raw);
-  std::vector<uint64_t> keys;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] != table_name || !st.ok()) continue;
-    std::unique_ptr<rocksdb::Iterator> it(
-        db->NewIterator(rocksdb::ReadOptions(), handles[i]));
-    for (it->Seek("r"); it->Valid() && it->key().starts_with("r"); it->Next()) {
-      const uint64_t key = GetBe(it->key().data() + 1, 8);
-      if (key % parts == part) keys.push_back(key);
-    }
-    st = FromRocks(it->status(), "scan " + snapshot_dir);
-  }
-  for (rocksdb::ColumnFamilyHandle* h : handles)
-    db->DestroyColumnFamilyHandle(h);
-  db->Close();
-  if (!st.ok()) return st;
-  return keys;
-}
-
 uint64_t RowStore::EstimateRows() const {
   uint64_t n = 0;
   db()->GetIntProperty(cf_, "rocksdb.estimate-num-keys", &n);
