@@ -12,6 +12,7 @@
 # round, each fleet run against the peer run just before it.
 #
 # usage: [BACKEND=ROCKSDB|MEMORY] [LOG=REDO_LOG|ROCKSDB_WAL]
+#        [ROW_FORMAT=FP32|FP16|INT8] (table.row_format, fleet and peer)
 #        [WRITE_BACK=SST_FILES|MEMTABLE] (the fleet's redo log write-back)
 #        [REPS=3] [PS_THREADS=2] [SAMPAN=bazel-bin/cli/sampan]
 #        [CLIENT=bazel-bin/bench/ps_load_client]
@@ -33,7 +34,7 @@ failed() {
 }
 trap 'failed $LINENO' ERR
 cd "$(dirname "$0")/.."
-P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; WRITE_BACK=${WRITE_BACK:-SST_FILES}; BATCH=4096; DIM=16; SHARDS=64
+P=${1:-2}; C=${2:-2}; SECS=${3:-10}; BACKEND=${BACKEND:-ROCKSDB}; LOG=${LOG:-REDO_LOG}; WRITE_BACK=${WRITE_BACK:-SST_FILES}; ROW_FORMAT=${ROW_FORMAT:-FP32}; BATCH=4096; DIM=16; SHARDS=64
 REPS=${REPS:-3}; PS_THREADS=${PS_THREADS:-2}
 SAMPAN=${SAMPAN:-bazel-bin/cli/sampan}; CLIENT=${CLIENT:-bazel-bin/bench/ps_load_client}
 TMP=$(mktemp -d /tmp/sampan-psload.XXXXXX)
@@ -67,7 +68,7 @@ run_inproc() {  # tag
       rm -rf "$TMP/inproc-$c"
       dir_flag="--data_dir=$TMP/inproc-$c --durability_log=$LOG"
     fi
-    "$CLIENT" --mode=inprocess $dir_flag --seconds="$SECS" \
+    "$CLIENT" --mode=inprocess $dir_flag --seconds="$SECS" --row_format="$ROW_FORMAT" \
       --batch=$BATCH --dim=$DIM --seed="$c" > "$TMP/$1-$c.out" &
     inproc+=($!)
   done
@@ -79,7 +80,7 @@ cat > "$TMP/job.yaml" <<YAML
 cluster: {num_pservers: $P, num_trainers: 1, pserver_threads: $PS_THREADS}
 model: {type: FM, embedding_dim: $((DIM - 1))}
 table: {num_shards: $SHARDS, backend: $BACKEND, durability: WAL,
-        durability_log: $LOG, write_back: $WRITE_BACK,
+        durability_log: $LOG, write_back: $WRITE_BACK, row_format: $ROW_FORMAT,
         hot_tier_bytes: 1073741824, data_dir: $TMP/tables}
 output_dir: $TMP/out
 YAML
@@ -149,7 +150,7 @@ for r in $(seq 1 "$REPS"); do
 done
 med() { printf '%s\n' "${rounds[@]}" | cut -d' ' -f"$1" | median; }
 
-echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND (durability WAL in $LOG, write-back $WRITE_BACK when ROCKSDB); medians of $REPS rounds"
+echo "P=$P C=$C batch=$BATCH dim=$DIM seconds=$SECS backend=$BACKEND row_format=$ROW_FORMAT (durability WAL in $LOG, write-back $WRITE_BACK when ROCKSDB); medians of $REPS rounds"
 echo "raw loopback TCP (iperf3):            $tcp_gbps Gbit/s"
 echo "in-process $BACKEND table, $C procs:   $(med 1) keys/s (pull + push)"
 echo "RPC fleet, max load:                  $(med 2) keys/s (pull + push), pull p99 $(med 5) ms"

@@ -14,7 +14,8 @@
 // RPC): the ceiling the RPC path is compared with; with --data_dir its
 // table is RocksDB-backed (WAL durability, --durability_log) like the
 // pservers'. It hands each pull's PullPositions to its push, as a local
-// trainer does; --positions=0 makes the push look every key up again.
+// trainer does; --positions=0 makes the push look every key up again;
+// --row_format=FP32|FP16|INT8 is its table's.
 // --latency_trace=FILE writes one line per pull, "start_ms latency_ms" (the
 // start in Unix milliseconds), to tell a stall (slow pulls in one window) from
 // a tail spread over the run.
@@ -87,7 +88,11 @@ int Run(const Flags& flags) {
   if (inprocess) {
     TableOptions t;
     t.num_shards = shards;
-    t.embedding_dim = dim - 1;    // pull_dim = 1 + embedding_dim
+    t.embedding_dim = dim - 1;  // pull_dim = 1 + embedding_dim
+    const std::string format = flags.Get("row_format", "FP32");
+    t.row_format = format == "INT8"   ? RowFormat::kInt8
+                   : format == "FP16" ? RowFormat::kFp16
+                                      : RowFormat::kFp32;
     if (flags.Has("data_dir")) {  // the same RocksDB setup a pserver has
       t.backend = Backend::kRocksDb;
       t.data_dir = flags.Get("data_dir");
@@ -195,7 +200,7 @@ int main(int argc, char** argv) {
       argc, argv, 1,
       {"pservers", "batch", "dim", "seconds", "target_keys_per_sec", "mode",
        "num_shards", "key_space", "seed", "data_dir", "batches",
-       "durability_log", "latency_trace", "positions"});
+       "durability_log", "latency_trace", "positions", "row_format"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
     return 2;
