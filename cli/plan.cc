@@ -8,7 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/flags.h"
-#include "sparse_table/row_format.h"
+#include "common/ps_wire.h"
+#include "common/row_format.h"
 
 namespace sampan {
 namespace {
@@ -118,11 +119,12 @@ const std::vector<Figure>& PlanFigures() {
       {"coordinator heartbeats per second", 8018, "heartbeats/s",
        "2026-12-02 bench/fleet_sim: closed loop against the real "
        "coordinator, 500 pservers + 2,000 trainers simulated"},
-      {"compact row CPU per key", 1.09, "x FP32's",
-       "2026-12-03 ROW_FORMAT=FP32|INT8 REPS=1 bench/ps_load.sh 2 2 6, "
-       "alternated: pservers' CPU per million keys 0.659 (INT8, 4 rounds) vs "
-       "0.602 s (FP32, 3 rounds), medians: decoding v on a pull, decoding "
-       "and encoding it on a push (FP16 taken as INT8)"},
+      {"compact row CPU per key", 1.18, "x FP32's",
+       "2026-12-03 ROW_FORMAT=FP32|INT8 REPS=1 bench/ps_load.sh 2 2 6, 3 "
+       "rounds alternated, with compact pulls: pservers' CPU per million "
+       "keys 0.672 (INT8) vs 0.568 s (FP32), medians (per round 1.01 / "
+       "1.24 / 0.99x): decoding v on a pull and encoding it for the wire, "
+       "decoding and encoding it on a push (FP16 taken as INT8)"},
   };
   return *figures;
 }
@@ -185,8 +187,13 @@ absl::StatusOr<Plan> MakePlan(const PlanInput& in) {
         batches, 2 * batches, request_cores, Src(kPserverCpuPerRequest),
         usable_cores));
   }
-  const double key_bytes = 8 + 4.0 * (in.dim + 1);  // key + values, each way
-  const double network_bits = 2 * pulled * key_bytes * 8;
+  // A key and its values, each way: pulled rows in the table's format where
+  // it is smaller (common/ps_wire.h), pushed gradients in float32.
+  const double pull_bytes =
+      8 +
+      4.0 * WireRowWords(WirePullFormat(in.row_format, in.dim + 1), in.dim + 1);
+  const double push_bytes = 8 + 4.0 * (in.dim + 1);
+  const double network_bits = pulled * (pull_bytes + push_bytes) * 8;
   const double node_ram = in.node_ram_gib * (1ull << 30);
   const double node_disk = in.node_disk_tib * (1ull << 40);
 
@@ -273,9 +280,12 @@ absl::StatusOr<Plan> MakePlan(const PlanInput& in) {
                        Src(kPserverCpuPerRequest), 2 * batches,
                        Src(kColdReadsPerCore), 100 * kCoreShare));
   line("network a pserver", Human(network_bits / P, "bit/s"),
-       absl::StrFormat("%.0f B a key each way (8 B key + 4 B x (dim + 1): "
-                       "the wire format)",
-                       key_bytes));
+       absl::StrFormat("%.0f B a key pulled, %.0f B pushed (8 B key + 4 B "
+                       "x (dim + 1) of float32%s)",
+                       pull_bytes, push_bytes,
+                       in.row_format == RowFormat::kFp32
+                           ? ""
+                           : "; pulled v in the row format"));
   line(
       "pull latency",
       absl::StrFormat("p50 %.1f ms, p99 %.1f ms",

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "sparse_table/sparse_table.h"
+#include "common/row_format.h"
 
 namespace sampan {
 
@@ -42,7 +42,7 @@ const std::vector<Figure>& PlanFigures();
 struct PlanInput {
   double rows = 0;  // embedding rows (or parameters / (dim + 1))
   int dim = 16;
-  // table.row_format: how many bytes v takes (row_format.h).
+  // table.row_format: how many bytes v takes (common/row_format.h).
   RowFormat row_format = RowFormat::kFp32;
   enum Model { kFm, kDeepFm } model = kFm;
   double examples_per_second = 0;

@@ -56,7 +56,11 @@ TEST(PlanTest, ACompactRowFormatShrinksARamBoundFleet) {
   const double ratio = (43.6 + 4.03 * 20 / 4) / (43.6 + 4.03 * 16);
   EXPECT_NEAR(double(int8->pservers) / fp32->pservers, ratio, 0.2);
   EXPECT_LT(int8->pservers, fp32->pservers);
-  EXPECT_NE(FormatPlan(in, *int8).find("dim 16 (INT8)"), std::string::npos);
+  const std::string text = FormatPlan(in, *int8);
+  EXPECT_NE(text.find("dim 16 (INT8)"), std::string::npos);
+  // Pulled rows travel compact: 8 B key + w + scale + 16 codes.
+  EXPECT_NE(text.find("32 B a key pulled, 76 B pushed"), std::string::npos)
+      << text;
 }
 
 TEST(PlanTest, EachResourceCanBind) {

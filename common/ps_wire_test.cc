@@ -1,5 +1,6 @@
 #include "common/ps_wire.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -41,7 +42,7 @@ std::string Encode(const std::vector<float>& values, uint32_t row_dim) {
 
 TEST(PullResponseWriterTest, IsThePullResponseEncoding) {
   for (size_t keys : {0, 1, 3, 2048, 40000}) {
-    PullResponseWriter writer(keys * 16, 16);
+    PullResponseWriter writer(keys, 16);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(writer.values()) % alignof(float),
               0u);
     for (size_t i = 0; i < keys * 16; ++i) writer.values()[i] = i * 0.5f;
@@ -77,7 +78,7 @@ TEST(ScatterPullResponseTest, PutsEachRowAtItsPosition) {
 
 TEST(ScatterPullResponseTest, SkipsFieldsItDoesNotKnow) {
   std::string bytes = Encode({1, 2}, 2);
-  bytes += std::string("\x18\x07", 2);   // field 3, varint 7
+  bytes += std::string("\x28\x07", 2);   // field 5, varint 7
   bytes += std::string("\x22\x01x", 3);  // field 4, one byte
   std::vector<float> out(2);
   uint32_t server_dim = 0;
@@ -85,6 +86,67 @@ TEST(ScatterPullResponseTest, SkipsFieldsItDoesNotKnow) {
       ScatterPullResponse(Sliced(bytes, 3), {0}, 2, out.data(), &server_dim)
           .ok());
   EXPECT_EQ(out, (std::vector<float>{1, 2}));
+}
+
+// Rows of v in FP16 / INT8 are sent compact when smaller: a writer's
+// message decodes back (FP16 exactly; INT8 to within a float32 step of
+// the scale), positions honoured, whether the message comes from the
+// writer (format first) or from protobuf (fields in number order).
+TEST(CompactPullTest, RoundTripsThroughWriterAndReader) {
+  const uint32_t dim = 17;  // w + 16 weights
+  EXPECT_EQ(WireRowWords(RowFormat::kFp32, dim), 17u);
+  EXPECT_EQ(WireRowWords(RowFormat::kFp16, dim), 9u);
+  EXPECT_EQ(WireRowWords(RowFormat::kInt8, dim), 6u);
+  EXPECT_EQ(WirePullFormat(RowFormat::kInt8, dim), RowFormat::kInt8);
+  // Not smaller: float32 (INT8 at 2 weights is 3 words, as float32).
+  EXPECT_EQ(WirePullFormat(RowFormat::kInt8, 3), RowFormat::kFp32);
+  EXPECT_EQ(WirePullFormat(RowFormat::kFp16, 2), RowFormat::kFp32);
+  EXPECT_EQ(WirePullFormat(RowFormat::kInt8, 1), RowFormat::kFp32);
+  for (RowFormat f : {RowFormat::kFp16, RowFormat::kInt8}) {
+    // Rows as a compact table stores them: values its format holds.
+    const size_t keys = 50;
+    std::vector<float> rows(keys * dim);
+    for (size_t r = 0; r < keys; ++r) {
+      std::vector<float> v(dim - 1), words(EmbeddingWords(f, dim - 1));
+      for (uint32_t j = 0; j < dim - 1; ++j) {
+        v[j] = 0.01f * ((r * 31 + j * 7) % 23) - 0.1f;
+      }
+      EncodeEmbedding(f, Rounding::kStochastic, r, v.data(), v.size(),
+                      words.data());
+      rows[r * dim] = 0.25f * r;
+      DecodeEmbedding(f, words.data(), dim - 1, &rows[r * dim + 1]);
+    }
+    PullResponseWriter writer(keys, dim, f);
+    writer.EncodeFrom(rows.data());
+    const std::string bytes = Flatten(writer.Release());
+    ps::PullResponse parsed;
+    ASSERT_TRUE(parsed.ParseFromString(bytes));
+    EXPECT_EQ(parsed.values_format(), f == RowFormat::kFp16 ? 2u : 3u);
+    EXPECT_EQ(parsed.values().size(), keys * WireRowWords(f, dim) * 4);
+    std::vector<uint32_t> positions(keys);
+    for (size_t r = 0; r < keys; ++r) positions[r] = keys - 1 - r;
+    // Protobuf's own encoding of the same message: values first.
+    for (const std::string& message : {bytes, parsed.SerializeAsString()}) {
+      std::vector<float> out(keys * dim, -1);
+      uint32_t server_dim = 0;
+      ASSERT_TRUE(ScatterPullResponse(Sliced(message, 13), positions, dim,
+                                      out.data(), &server_dim)
+                      .ok());
+      EXPECT_EQ(server_dim, dim);
+      for (size_t r = 0; r < keys; ++r) {
+        const float* got = &out[positions[r] * dim];
+        EXPECT_EQ(got[0], rows[r * dim]) << "w of row " << r;
+        for (uint32_t j = 1; j < dim; ++j) {
+          const float want = rows[r * dim + j];
+          if (f == RowFormat::kFp16) {
+            ASSERT_EQ(got[j], want) << r << "," << j;
+          } else {
+            ASSERT_NEAR(got[j], want, std::fabs(want) * 1e-6f) << r << "," << j;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(ScatterPullResponseTest, WrongRowCountNamesSizes) {

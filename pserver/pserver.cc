@@ -144,7 +144,7 @@ class PserverImpl final : public Pserver, public CallbackMethods {
     if (!parsed.ok() ||
         Table(pull->req.table_id())
             .PullIfInMemory(pull->req.keys(), pull->req.is_training(),
-                            pull->values->values())) {
+                            pull->rows())) {
       return Dispatch(
           context, Method::kPull,
           [&] { return parsed.ok() ? AnswerPull(*pull, resp) : parsed; }, start,
@@ -312,6 +312,12 @@ class PserverImpl final : public Pserver, public CallbackMethods {
   struct ParsedPull {
     ps::PullRequest req;
     std::optional<PullResponseWriter> values;  // sized for req's rows
+    // Compact values: the table's float32 rows, encoded into `values` when
+    // answered.
+    std::vector<float> scratch;
+    float* rows() {
+      return scratch.empty() ? values->values() : scratch.data();
+    }
   };
 
   Status ParsePull(const grpc::ByteBuffer& raw, ParsedPull* pull) {
@@ -328,16 +334,21 @@ class PserverImpl final : public Pserver, public CallbackMethods {
     if (Status s = ownership_.CheckRead("Pull", pull->req.keys()); !s.ok()) {
       return s;
     }
-    const uint32_t dim = Table(pull->req.table_id()).pull_dim();
-    pull->values.emplace(
-        size_t{static_cast<size_t>(pull->req.keys_size())} * dim, dim);
+    const SparseTable& table = Table(pull->req.table_id());
+    const uint32_t dim = table.pull_dim();
+    const size_t rows = pull->req.keys_size();
+    const RowFormat format = pull->req.compact_values()
+                                 ? WirePullFormat(table.row_format(), dim)
+                                 : RowFormat::kFp32;
+    pull->values.emplace(rows, dim, format);
+    if (format != RowFormat::kFp32) pull->scratch.resize(rows * dim);
     return Status::OK;
   }
 
   Status PullFromTable(ParsedPull& pull, grpc::ByteBuffer* resp) {
-    absl::Status pulled = Table(pull.req.table_id())
-                              .Pull(pull.req.keys(), pull.req.is_training(),
-                                    pull.values->values());
+    absl::Status pulled =
+        Table(pull.req.table_id())
+            .Pull(pull.req.keys(), pull.req.is_training(), pull.rows());
     if (!pulled.ok()) {
       // Storage failures are the server's, not the request's: the client may
       // retry elsewhere or later.
@@ -349,10 +360,12 @@ class PserverImpl final : public Pserver, public CallbackMethods {
 
   // The rows are in pull.values.
   Status AnswerPull(ParsedPull& pull, grpc::ByteBuffer* resp) {
+    if (!pull.scratch.empty()) pull.values->EncodeFrom(pull.scratch.data());
     *resp = pull.values->Release();
+    const uint32_t dim = Table(pull.req.table_id()).pull_dim();
     metrics_->AddKeys(Method::kPull, pull.req.keys_size(),
                       size_t{static_cast<size_t>(pull.req.keys_size())} *
-                          Table(pull.req.table_id()).pull_dim() *
+                          WireRowWords(pull.values->format(), dim) *
                           sizeof(float));
     return Status::OK;
   }

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "common/coordinator_epoch.h"
 #include "common/file_digest.h"
 #include "common/metrics.h"
+#include "common/ps_wire.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 #include "pserver/metrics.h"
@@ -45,6 +47,21 @@ TableOptions Options(const std::string& dir, uint32_t dim) {
   t.backend = Backend::kRocksDb;
   t.data_dir = dir;
   return t;
+}
+
+// A pserver serving one table of `t` (null, with a test failure, when the
+// table does not open).
+std::unique_ptr<ServedPserver> ServeOne(const TableOptions& t,
+                                        bool run_inline) {
+  auto table = NewTable(t);
+  EXPECT_TRUE(table.ok()) << table.status();
+  if (!table.ok()) return nullptr;
+  std::vector<std::unique_ptr<SparseTable>> tables;
+  tables.push_back(std::move(*table));
+  PserverOptions o;
+  o.num_shards = kShards;
+  o.run_inline = run_inline;
+  return std::make_unique<ServedPserver>(o, std::move(tables));
 }
 
 class TwoTablePserverTest : public ::testing::Test {
@@ -167,14 +184,8 @@ class ShrinkTest : public ::testing::TestWithParam<Backend> {
     // 0.9, one show scores 0.09 (deleted) and two 0.18 (kept).
     t.show_decay_rate = 0.9f;
     t.delete_threshold = 0.15f;
-    auto table = NewTable(t);
-    ASSERT_TRUE(table.ok()) << table.status();
-    std::vector<std::unique_ptr<SparseTable>> tables;
-    tables.push_back(std::move(*table));
-    PserverOptions o;
-    o.num_shards = kShards;
-    o.run_inline = GetParam() == Backend::kMemory;
-    served_ = std::make_unique<ServedPserver>(o, std::move(tables));
+    served_ = ServeOne(t, GetParam() == Backend::kMemory);
+    ASSERT_NE(served_, nullptr);
   }
 
   std::unique_ptr<ServedPserver> served_;
@@ -278,6 +289,55 @@ TEST(ShrinkDiskGuardTest, RefusedWhileTheDiskGuardRefusesWrites) {
 
 // Without a checkpoint directory of its own a pserver takes no checkpoint:
 // no caller can make it write anywhere.
+// An INT8 table's pulls travel compact only when the request asks: 6 words
+// a key instead of 17 at dim 16, decoded to what the float32 answer holds.
+TEST(CompactPullTest, OnlyWhenAskedAndDecodedToTheFloat32Rows) {
+  TableOptions t = Options(FreshDir("compact_pull"), 16);
+  t.row_format = RowFormat::kInt8;
+  t.init_range = 0.05f;
+  std::unique_ptr<ServedPserver> served_one = ServeOne(t, false);
+  ASSERT_NE(served_one, nullptr);
+  ServedPserver& served = *served_one;
+  std::vector<uint64_t> keys;
+  std::vector<float> grads;
+  for (uint64_t k = 1; k <= 40; ++k) {
+    keys.push_back(k * 7919);
+    for (int j = 0; j < 17; ++j)
+      grads.push_back(0.001f * ((k + j) % 9) - 0.004f);
+  }
+  ASSERT_TRUE(served.Push(0, keys, grads, 1).ok());
+  auto pull = [&](bool compact, ps::PullResponse* resp) {
+    ps::PullRequest req;
+    for (uint64_t k : keys) req.add_keys(k);
+    req.set_compact_values(compact);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    ASSERT_TRUE(served.stub().Pull(&ctx, req, resp).ok());
+  };
+  ps::PullResponse plain, compact;
+  pull(false, &plain);
+  pull(true, &compact);
+  EXPECT_EQ(plain.values_format(), 0u);
+  EXPECT_EQ(plain.values().size(), keys.size() * 17 * sizeof(float));
+  EXPECT_EQ(compact.values_format(), 3u);  // INT8
+  EXPECT_EQ(compact.values().size(), keys.size() * 6 * sizeof(float));
+  EXPECT_EQ(compact.row_dim(), 17u);
+  const std::string bytes = compact.SerializeAsString();
+  grpc::Slice slice(bytes.data(), bytes.size());
+  std::vector<uint32_t> positions(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) positions[i] = i;
+  std::vector<float> decoded(keys.size() * 17);
+  uint32_t server_dim = 0;
+  ASSERT_TRUE(ScatterPullResponse(grpc::ByteBuffer(&slice, 1), positions, 17,
+                                  decoded.data(), &server_dim)
+                  .ok());
+  const float* want = reinterpret_cast<const float*>(plain.values().data());
+  for (size_t i = 0; i < decoded.size(); ++i) {
+    ASSERT_NEAR(decoded[i], want[i], std::fabs(want[i]) * 1e-6f + 1e-9f) << i;
+  }
+}
+
 TEST(CheckpointTest, RefusedWithoutItsOwnDirectory) {
   std::vector<std::unique_ptr<SparseTable>> tables;
   tables.push_back(NewMemoryTable(Options("", 0)));

@@ -8,7 +8,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
-#include "sparse_table/row_format.h"
+#include "common/row_format.h"
 
 namespace sampan {
 namespace {

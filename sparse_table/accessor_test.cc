@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sparse_table/row_format.h"
+#include "common/row_format.h"
 
 namespace sampan {
 namespace {

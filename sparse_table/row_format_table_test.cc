@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sparse_table/row_format.h"
+#include "common/row_format.h"
 #include "sparse_table/sparse_table.h"
 
 namespace sampan {

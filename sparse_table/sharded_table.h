@@ -148,6 +148,7 @@ class ShardedTable final : public SparseTable {
   bool has_redo_log() const { return log_ != nullptr; }
 
   uint32_t pull_dim() const override { return acc_.pull_dim(); }
+  RowFormat row_format() const override { return o_.row_format; }
   absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,
                     float* out) override;
   absl::Status Pull(absl::Span<const uint64_t> keys, bool is_training,

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/row_format.h"
 
 namespace sampan {
 
@@ -52,11 +53,6 @@ enum class WriteBack {
   kMemtable,  // each shard's dirty rows go into RocksDB's memtable as one
               // WriteBatch without its WAL, flushed to files later
 };
-// How a row stores its embedding v (row_format.h); w, the statistics and the
-// optimizer state stay float32.
-enum class RowFormat { kFp32, kFp16, kInt8 };
-// How a compact format rounds an updated weight (row_format.h).
-enum class Rounding { kStochastic, kNearest };
 enum class NonFinitePolicy {
   kRejectBatch,  // a NaN/Inf gradient fails the whole push; nothing applied
   kSkipKey,      // only the keys with NaN/Inf gradients are skipped
@@ -285,6 +281,9 @@ class SparseTable {
 
   // Floats per key returned by Pull and expected by Push.
   virtual uint32_t pull_dim() const = 0;
+  // How rows store v (TableOptions::row_format); a pull may send them so
+  // (common/ps_wire.h).
+  virtual RowFormat row_format() const { return RowFormat::kFp32; }
 
   // Writes keys.size() * pull_dim() floats to `out`, in key order. A key
   // without a row reads as its initial value when `is_training` and

@@ -174,6 +174,7 @@ class GrpcPsClient final : public PsClient {
         call.positions.assign(pos.begin() + b, pos.begin() + e);
         call.request.set_table_id(options_.table_id);
         call.request.set_is_training(is_training);
+        call.request.set_compact_values(true);  // ScatterPullResponse decodes
         call.request.mutable_keys()->Reserve(e - b);
         for (uint32_t i : call.positions) call.request.add_keys(keys[i]);
       }

@@ -1,7 +1,7 @@
 // Row formats: the half-float and int8 codecs against IEEE 754 values and
 // arithmetic worked out here, and the two roundings' promises (nearest:
 // within half a step; stochastic: one of the two neighbours, unbiased).
-#include "sparse_table/row_format.h"
+#include "common/row_format.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,9 +1,11 @@
-// Row formats: how a row stores its embedding v (TableOptions::row_format).
+// Row formats: how a table row stores its embedding v
+// (sparse_table.h TableOptions::row_format), and how a pull sends it
+// (common/ps_wire.h).
 //
-// A row is a run of 32-bit words (accessor.h). FP32 keeps one float per
-// weight; FP16 packs two IEEE half floats in a word; INT8 keeps a float32
-// scale then four signed bytes per word, v[i] = q[i] * scale with scale =
-// max|v| / 127, so the largest weight is exact. Only the accessor reads the
+// A row is a run of 32-bit words (sparse_table/accessor.h). FP32 keeps one
+// float per weight; FP16 packs two IEEE half floats in a word; INT8 keeps a
+// float32 scale then four signed bytes per word, v[i] = q[i] * scale with scale
+// = max|v| / 127, so the largest weight is exact. Only the accessor reads the
 // packed words: everything else (the hot tier, RocksDB values, delta files,
 // shard moves) copies words without looking at them.
 //
@@ -17,14 +19,18 @@
 // equals one that never crashed.
 //
 // Stateless functions; thread-safe.
-#ifndef SAMPAN_SPARSE_TABLE_ROW_FORMAT_H_
-#define SAMPAN_SPARSE_TABLE_ROW_FORMAT_H_
+#ifndef SAMPAN_COMMON_ROW_FORMAT_H_
+#define SAMPAN_COMMON_ROW_FORMAT_H_
 
 #include <cstdint>
 
-#include "sparse_table/sparse_table.h"
-
 namespace sampan {
+
+// How a row stores its embedding v (TableOptions::row_format); w, the
+// statistics and the optimizer state stay float32.
+enum class RowFormat { kFp32, kFp16, kInt8 };
+// How a compact format rounds an updated weight.
+enum class Rounding { kStochastic, kNearest };
 
 // "FP32", "FP16" or "INT8".
 const char* RowFormatName(RowFormat format);
@@ -47,4 +53,4 @@ float HalfToFloat(uint16_t h);
 
 }  // namespace sampan
 
-#endif  // SAMPAN_SPARSE_TABLE_ROW_FORMAT_H_
+#endif  // SAMPAN_COMMON_ROW_FORMAT_H_

@@ -1,4 +1,4 @@
-#include "sparse_table/row_format.h"
+#include "common/row_format.h"
 
 #include <algorithm>
 #include <cmath>
