@@ -98,7 +98,10 @@ using Weights = absl::InlinedVector<float, 64>;
 }  // namespace
 
 uint32_t RowLayoutCode(const TableOptions& o) {
-  return (static_cast<uint32_t>(o.row_format) + 1) |
+  // Without v (LR) every format stores the same words.
+  const RowFormat format =
+      o.embedding_dim == 0 ? RowFormat::kFp32 : o.row_format;
+  return (static_cast<uint32_t>(format) + 1) |
          (static_cast<uint32_t>(o.rule) + 1) << 4 | o.embedding_dim << 8;
 }
 
@@ -114,7 +117,8 @@ std::string DescribeRowLayout(uint32_t code) {
 absl::Status CheckRowLayout(const TableOptions& o, uint32_t found,
                             const std::string& where) {
   const uint32_t want = RowLayoutCode(o);
-  if (found == want || (found == 0 && o.row_format == RowFormat::kFp32)) {
+  const bool fp32 = (want & 0xf) == static_cast<uint32_t>(RowFormat::kFp32) + 1;
+  if (found == want || (found == 0 && fp32)) {
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(

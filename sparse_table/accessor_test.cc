@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/row_format.h"
+#include "gtest/gtest.h"
 
 namespace sampan {
 namespace {
@@ -257,6 +257,12 @@ TEST(RowFormatLayoutTest, LayoutCodesNameFormatDimAndRule) {
   EXPECT_NE(old.message().find("/x/delta-3 holds an unrecorded layout"),
             std::string::npos)
       << old;
+  TableOptions lr = o;  // no v: the format changes nothing
+  lr.embedding_dim = 0;
+  TableOptions lr32 = lr;
+  lr32.row_format = RowFormat::kFp32;
+  EXPECT_EQ(RowLayoutCode(lr), RowLayoutCode(lr32));
+  EXPECT_TRUE(CheckRowLayout(lr, 0, "f").ok());
   TableOptions fp32 = o;
   fp32.row_format = RowFormat::kFp32;
   EXPECT_TRUE(CheckRowLayout(fp32, 0, "f").ok());  // files from before
