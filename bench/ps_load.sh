@@ -54,8 +54,14 @@ for _ in $(seq 1 20); do  # until the server listens
   iperf_json=$(iperf3 -c 127.0.0.1 -p $iperf_port -t 3 -J 2>/dev/null) && break
   sleep 0.2
 done
-tcp_gbps=$(echo "$iperf_json" | /usr/bin/python3 -c \
-  'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))')
+# The TCP figure is a side reference: a failed iperf3 run (it answered with
+# an error object once in six runs) prints n/a rather than ending the bench.
+tcp_gbps=$(echo "$iperf_json" | /usr/bin/python3 -c '
+import json, sys
+try:
+    print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))
+except (ValueError, KeyError):
+    print("n/a")')
 
 # --- peer 2: the same loop on in-process tables of the same backend
 sum_rate() { awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
