@@ -10,8 +10,8 @@
 #include <tuple>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/row_format.h"
+#include "gtest/gtest.h"
 #include "sparse_table/sparse_table.h"
 
 namespace sampan {
