@@ -13,6 +13,8 @@ DataFileFormat FormatOf(DataFormat f) {
       return DataFileFormat::kLibsvm;
     case LIBFFM:
       return DataFileFormat::kLibffm;
+    case TEXT:
+      return DataFileFormat::kText;
     default:
       return DataFileFormat::kCriteo;
   }

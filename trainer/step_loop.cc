@@ -204,18 +204,39 @@ class Loop {
 
   absl::Status Train(int i) {
     Worker& w = workers_[i];
-    w.DedupAndCount(w.batch);
-    const size_t floats = w.keys.size() * o_.model->row_dim();
+    if (o_.words != nullptr) {
+      o_.words->Plan(w.batch, &w.words, &w.keys, &w.shows);
+      w.clicks.assign(w.keys.size(), 0.0f);
+    } else {
+      w.DedupAndCount(w.batch);
+    }
+    const int row_dim =
+        o_.words != nullptr ? o_.words->row_dim() : o_.model->row_dim();
+    const size_t floats = w.keys.size() * row_dim;
     w.rows.resize(floats);
-    absl::Status s = o_.rows->Pull(w.keys, true, w.rows.data(), &w.positions);
+    absl::Status s = w.keys.empty() ? absl::OkStatus()
+                                    : o_.rows->Pull(w.keys, true, w.rows.data(),
+                                                    &w.positions);
     if (!s.ok()) return s;
-    w.grads.assign(floats, 0.0f);
-    w.probs.resize(w.batch.size());
-    const CtrModel::GradReadyFn* hook = i == 0 ? step_->grad_ready() : nullptr;
-    const double loss = o_.model->Step(
-        w.batch, w.row_of_sign, 0, w.rows.data(), step_->weights(),
-        w.grads.data(), step_->grads(i), w.probs.data(), &w.ws,
-        hook != nullptr ? *hook : CtrModel::GradReadyFn());
+    w.grads.resize(floats);
+    double loss = 0;
+    if (o_.words != nullptr) {
+      loss = o_.words->Train(&w.words, w.rows.data(), w.grads.data());
+      w.probs.clear();
+    } else {
+      std::fill(w.grads.begin(), w.grads.end(), 0.0f);
+      w.probs.resize(w.batch.size());
+      const CtrModel::GradReadyFn* hook =
+          i == 0 ? step_->grad_ready() : nullptr;
+      loss = o_.model->Step(w.batch, w.row_of_sign, 0, w.rows.data(),
+                            step_->weights(), w.grads.data(), step_->grads(i),
+                            w.probs.data(), &w.ws,
+                            hook != nullptr ? *hook : CtrModel::GradReadyFn());
+    }
+    if (w.keys.empty()) {
+      return o_.observer != nullptr ? o_.observer->Trained(w, loss)
+                                    : absl::OkStatus();
+    }
     PushBatch push;
     push.keys = w.keys;
     push.grads = w.grads.data();

@@ -5,7 +5,9 @@
 // A batch's work (Worker::Train) is always the same: dedup its signs and
 // count each key's shows and clicks (BatchKeys) -> pull their rows
 // (SparseStore) -> CtrModel::Step on the step's dense weights -> push the
-// summed sparse gradients as one PushBatch -> tell the observer.
+// summed sparse gradients as one PushBatch -> tell the observer. Word vectors
+// (WordModel) take the same path with WordModel::Plan choosing the keys and
+// WordModel::Train computing the gradients.
 //
 // How batches make steps depends only on the dense weights (DenseWeights):
 //  - per batch (lockstep() false: no dense weights, train-local's Hogwild
@@ -37,6 +39,7 @@
 #include "trainer/checkpoint_gate.h"
 #include "trainer/data/batch.h"
 #include "trainer/model/ctr_model.h"
+#include "trainer/model/word2vec.h"
 
 namespace sampan {
 
@@ -66,6 +69,7 @@ struct Worker : BatchKeys {
   Batch batch;
   std::vector<float> rows, grads, probs;
   CtrModel::Workspace ws;
+  WordModel::Workspace words;
   PullPositions positions;
 };
 
@@ -117,7 +121,10 @@ class BatchSource {
 };
 
 struct StepLoopOptions {
+  // What a step trains: a CTR model, or word vectors (then `dense` holds no
+  // weights: NoDenseWeights()). Exactly one is set.
   const CtrModel* model = nullptr;
+  const WordModel* words = nullptr;
   BatchSource* source = nullptr;
   SparseStore* rows = nullptr;
   DenseWeights* dense = nullptr;

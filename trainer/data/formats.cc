@@ -244,7 +244,83 @@ bool IsCriteo(DataFileFormat format) {
          format == DataFileFormat::kCriteoUnlabeled;
 }
 
+bool IsTextSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+         c == '\r';
+}
+
+// Where `s` stops being UTF-8 (s.size() when it is valid): shortest forms
+// only, no surrogates, nothing past U+10FFFF.
+size_t Utf8Error(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int n = 0;
+    uint32_t min = 0, cp = 0;
+    if ((c & 0xe0) == 0xc0) {
+      n = 1, min = 0x80, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, min = 0x800, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, min = 0x10000, cp = c & 0x07;
+    } else {
+      return i;
+    }
+    if (i + n >= s.size()) return i;
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char cc = s[i + k];
+      if ((cc & 0xc0) != 0x80) return i;
+      cp = cp << 6 | (cc & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += n + 1;
+  }
+  return i;
+}
+
+absl::Status ParseText(std::string_view line, std::vector<uint64_t>* signs,
+                       std::vector<uint16_t>* slots) {
+  return ForEachTextToken(line, [&](std::string_view token) {
+    signs->push_back(FeatureSign(kTextSlot, token));
+    slots->push_back(kTextSlot);
+  });
+}
+
 }  // namespace
+
+absl::Status ForEachTextToken(std::string_view line,
+                              const std::function<void(std::string_view)>& fn) {
+  const size_t bad = Utf8Error(line);
+  if (bad != line.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text: not valid UTF-8 at byte ", bad + 1, " (",
+                     Quote(line.substr(bad, 8)), ")"));
+  }
+  size_t tokens = 0;
+  for (size_t i = 0; i < line.size();) {
+    while (i < line.size() && IsTextSpace(line[i])) ++i;
+    if (i == line.size()) break;
+    while (i < line.size() && !IsTextSpace(line[i])) ++i;
+    ++tokens;
+  }
+  if (tokens > kMaxTextTokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "text: ", tokens, " tokens on one line, more than ", kMaxTextTokens,
+        "; put each sentence or document on its own line"));
+  }
+  for (size_t i = 0; i < line.size();) {
+    while (i < line.size() && IsTextSpace(line[i])) ++i;
+    if (i == line.size()) break;
+    const size_t begin = i;
+    while (i < line.size() && !IsTextSpace(line[i])) ++i;
+    fn(line.substr(begin, i - begin));
+  }
+  return absl::OkStatus();
+}
 
 int FieldsOf(DataFileFormat format) {
   switch (format) {
@@ -257,6 +333,8 @@ int FieldsOf(DataFileFormat format) {
       return 1;
     case DataFileFormat::kLibffm:
       return 0;
+    case DataFileFormat::kText:
+      return 1;
   }
   return 0;
 }
@@ -281,8 +359,10 @@ absl::Status ParseLine(std::string_view line, const ParseOptions& options,
                        DenseDimOf(options) > 0 ? dense : nullptr);
   }
   const size_t before = signs->size();
+  if (options.format == DataFileFormat::kText) *label = 0;
   const absl::Status status =
-      options.format == DataFileFormat::kAvazu
+      options.format == DataFileFormat::kText ? ParseText(line, signs, slots)
+      : options.format == DataFileFormat::kAvazu
           ? ParseAvazu(line, label, signs, slots)
           : ParseSvm(line, options.format == DataFileFormat::kLibffm, label,
                      signs, slots);

@@ -25,6 +25,11 @@
 //     slot field + 1.
 //   For libsvm/libffm a label > 0 is a click; values are not used (features
 //   are binary, as hashed CTR features are).
+//   kText: one sentence or document per line, tokens separated by ASCII
+//     whitespace; token t is FeatureSign(kTextSlot, t) of slot kTextSlot,
+//     label 0 (word vectors, trainer/model/word2vec.h). An empty line is an
+//     example without signs; a line that is not valid UTF-8 or holds more
+//     than kMaxTextTokens tokens is malformed (counted, not trained).
 // A trailing CR (a CRLF file) is not part of a line.
 //
 // Everything here is a pure function: safe from any thread.
@@ -32,6 +37,7 @@
 #define SAMPAN_TRAINER_DATA_FORMATS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -44,11 +50,16 @@ enum class DataFileFormat {
   kCriteoUnlabeled,
   kAvazu,
   kLibsvm,
-  kLibffm
+  kLibffm,
+  kText
 };
 
 inline constexpr int kCriteoIntFields = 13;
 inline constexpr int kCriteoCatFields = 26;
+inline constexpr int kTextSlot = 1;
+// Tokens a kText line may hold (fastText cuts lines at 1,024 words; a
+// longer line is usually a file without newlines).
+inline constexpr size_t kMaxTextTokens = 100000;
 
 // Fields (slots 1..n) a format produces; 0 when the file decides (libffm).
 int FieldsOf(DataFileFormat format);
@@ -81,6 +92,13 @@ bool IsHeaderLine(std::string_view line, DataFileFormat format);
 absl::Status ParseLine(std::string_view line, const ParseOptions& options,
                        float* label, std::vector<uint64_t>* signs,
                        std::vector<uint16_t>* slots, std::vector<float>* dense);
+
+// kText: calls fn(token) for each whitespace-separated token of `line` once
+// the whole line is known good (valid UTF-8, at most kMaxTextTokens tokens);
+// else calls nothing and returns InvalidArgument saying why. The one
+// tokenizer of the parser and of vocabulary counting.
+absl::Status ForEachTextToken(std::string_view line,
+                              const std::function<void(std::string_view)>& fn);
 
 // The Criteo parser alone: ParseLine with kCriteo (`labeled`) or
 // kCriteoUnlabeled, bucket signs only; `slots` may be null.

@@ -296,3 +296,55 @@ TEST(ParseLineTest, ErrorsNameTheField) {
 
 }  // namespace
 }  // namespace sampan
+
+namespace sampan {
+namespace {
+
+absl::Status ParseText(std::string_view line, std::vector<uint64_t>* signs) {
+  ParseOptions o;
+  o.format = DataFileFormat::kText;
+  float label = 1;
+  std::vector<uint16_t> slots;
+  std::vector<float> dense;
+  const absl::Status s = ParseLine(line, o, &label, signs, &slots, &dense);
+  EXPECT_EQ(slots.size(), signs->size());
+  if (s.ok()) EXPECT_EQ(label, 0);
+  return s;
+}
+
+TEST(TextFormatTest, TokensAreSignsOfSlotOne) {
+  std::vector<uint64_t> signs;
+  ASSERT_TRUE(ParseText("  the cat\tsat\r", &signs).ok());
+  ASSERT_EQ(signs.size(), 3u);
+  EXPECT_EQ(signs[0], FeatureSign(kTextSlot, "the"));
+  EXPECT_EQ(signs[2], FeatureSign(kTextSlot, "sat"));
+  signs.clear();
+  EXPECT_TRUE(ParseText("", &signs).ok()) << "an empty line is no error";
+  EXPECT_TRUE(signs.empty());
+  EXPECT_TRUE(ParseText("caf\xc3\xa9 \xe2\x82\xac", &signs).ok());
+  EXPECT_EQ(FieldsOf(DataFileFormat::kText), 1);
+}
+
+TEST(TextFormatTest, RefusesInvalidUtf8AndOverlongLines) {
+  std::vector<uint64_t> signs = {7};
+  for (const std::string bad :
+       {std::string("ok \xff no"), std::string("cut \xc3"),
+        std::string("overlong \xc0\xaf"), std::string("surrogate \xed\xa0\x80"),
+        std::string("big \xf4\x90\x80\x80")}) {
+    const absl::Status s = ParseText(bad, &signs);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("not valid UTF-8 at byte"), std::string::npos)
+        << s;
+    EXPECT_EQ(signs.size(), 1u) << "unchanged on error";
+  }
+  std::string line;
+  for (size_t i = 0; i <= kMaxTextTokens; ++i) line += "w ";
+  const absl::Status s = ParseText(line, &signs);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("100001 tokens on one line"), std::string::npos)
+      << s;
+  EXPECT_EQ(signs.size(), 1u);
+}
+
+}  // namespace
+}  // namespace sampan
