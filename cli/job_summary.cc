@@ -56,6 +56,16 @@ void PrintJobSummary(const JobConfig& config, const JobSummary& s,
         << result["test_logloss"] << "  COPC " << result["test_copc"] << "  on "
         << result["test_rows"] << " held-out rows\n";
   }
+  if (result.count("vectors") > 0) {
+    out << "word vectors: " << result["vectors"] << " (" << result["vocabulary"]
+        << " words)";
+    if (result.count("spearman") > 0) {
+      out << "  Spearman " << result["spearman"] << " on "
+          << result["similarity_pairs"] << " pairs ("
+          << result["similarity_missing"] << " missing a word)";
+    }
+    out << "\n";
+  }
   if (s.planted_rows > 0) {
     out << absl::StrFormat(
         "planted model (the best reachable): AUC %.6f  logloss %.6f\n",

@@ -50,7 +50,7 @@ class Launcher {
   Launcher(JobConfig config, bool resume)
       : config_(std::move(config)),
         resume_(resume),
-        deep_(config_.model().type() != LR && config_.model().type() != FM),
+        deep_(IsDeepModel(config_.model().type())),
         regroups_left_(config_.cluster().max_restarts()) {}
 
   int Run() {

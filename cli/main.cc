@@ -48,6 +48,9 @@
 #include "trainer/warm_start.h"
 
 namespace sampan {
+
+int SimilarityMain(int argc, char** argv);  // similarity_main.cc
+
 namespace {
 
 // A coordinator that a newer one replaced exits with this status.
@@ -70,6 +73,10 @@ commands:
                           run or train-local), a model version
                           (<output_dir>/versions/v-N: its base and deltas)
                           or a versions root (the version LATEST names)
+  similarity VECTORS PAIRS
+                          Spearman correlation of word-vector cosines
+                          (word2vec text format, e.g. a WORD2VEC job's
+                          vectors.vec) with scored pairs (word1 word2 score)
   model-rows MODEL        print MODEL's sparse rows sorted by key (key, tab,
                           the floats' bits in hex; rows of zeros left out)
                           and a hash of its dense weights
@@ -639,6 +646,7 @@ int main(int argc, char** argv) {
   if (command == "train-local") return TrainLocalMain(argc, argv);
   if (command == "eval") return EvalMain(argc, argv);
   if (command == "model-rows") return ModelRowsMain(argc, argv);
+  if (command == "similarity") return SimilarityMain(argc, argv);
   if (command == "gen-data") return GenDataMain(argc, argv);
   if (command == "render") return RenderMain(argc, argv);
   if (command == "submit") return SubmitMain(argc, argv);

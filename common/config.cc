@@ -86,7 +86,8 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
 absl::Status ValidateModel(const ModelConfig& m) {
   if (m.type() == MODEL_UNSPECIFIED) {
     return Invalid("model.type",
-                   "must be set (LR, FM, DNN, WIDE_DEEP, DEEPFM or DCN_V2)");
+                   "must be set (LR, FM, DNN, WIDE_DEEP, DEEPFM, DCN_V2 or "
+                   "WORD2VEC)");
   }
   if (m.type() != LR && (m.embedding_dim() < 1 || m.embedding_dim() > 1024)) {
     return Invalid(
@@ -94,7 +95,7 @@ absl::Status ValidateModel(const ModelConfig& m) {
         absl::StrCat("must be in [1, 1024] for ", ModelType_Name(m.type()),
                      ", got ", m.embedding_dim()));
   }
-  if (m.type() == LR || m.type() == FM) {
+  if (m.type() == LR || m.type() == FM || m.type() == WORD2VEC) {
     if (m.mode() == ModelConfig::HYBRID || m.mode() == ModelConfig::SYNC) {
       return Invalid(
           "model.mode",
@@ -465,6 +466,12 @@ JobConfig DefaultJobConfig() {
   config.mutable_model()->set_type(FM);
   config.mutable_model()->set_embedding_dim(8);
   config.mutable_model()->set_cross_layers(3);
+  // fastText's skip-gram defaults.
+  Word2VecConfig* words = config.mutable_model()->mutable_word2vec();
+  words->set_window(5);
+  words->set_negatives(5);
+  words->set_min_count(5);
+  words->set_subsample(1e-4);
   OptimizerConfig* dense = config.mutable_model()->mutable_dense_optimizer();
   dense->set_type(ADAM);
   dense->set_learning_rate(0.001f);
@@ -708,6 +715,70 @@ absl::Status ValidateServing(const JobConfig& config) {
   });
 }
 
+// model.type WORD2VEC and data.format TEXT go together; what word vectors
+// cannot do is refused here, before anything starts.
+absl::Status ValidateWord2Vec(const JobConfig& config) {
+  const ModelConfig& m = config.model();
+  const DataConfig& d = config.data();
+  const bool words = m.type() == WORD2VEC;
+  if (words != (d.format() == TEXT)) {
+    return words ? Invalid("data.format",
+                           absl::StrCat("WORD2VEC trains on TEXT, got ",
+                                        DataFormat_Name(d.format())))
+                 : Invalid("data.format",
+                           absl::StrCat("TEXT is for model.type WORD2VEC, "
+                                        "got ",
+                                        ModelType_Name(m.type())));
+  }
+  if (!words) return absl::OkStatus();
+  const Word2VecConfig& w = m.word2vec();
+  const OptimizerConfig& o = config.table().optimizer();
+  const auto not_with = [](absl::string_view path, bool set,
+                           absl::string_view why) {
+    return set ? Invalid(path, absl::StrCat("not with WORD2VEC: ", why))
+               : absl::OkStatus();
+  };
+  return FirstError({
+      w.window() < 1 || w.window() > 100
+          ? Invalid("model.word2vec.window",
+                    absl::StrCat("must be in [1, 100], got ", w.window()))
+          : absl::OkStatus(),
+      w.negatives() < 1 || w.negatives() > 100
+          ? Invalid("model.word2vec.negatives",
+                    absl::StrCat("must be in [1, 100], got ", w.negatives()))
+          : absl::OkStatus(),
+      AtLeast("model.word2vec.min_count", w.min_count(), 1),
+      !(w.subsample() >= 0 && w.subsample() < 1)
+          ? Invalid("model.word2vec.subsample",
+                    absl::StrCat("must be in [0, 1), got ", w.subsample()))
+          : absl::OkStatus(),
+      o.type() != SGD || o.l2() != 0
+          ? Invalid("table.optimizer",
+                    absl::StrCat("WORD2VEC needs type SGD and l2 0 (trainers "
+                                 "push each row's change, which SGD adds "
+                                 "as is), got ",
+                                 OptimizerType_Name(o.type()), " l2 ", o.l2()))
+          : absl::OkStatus(),
+      not_with("data.synthetic.rows", d.synthetic().rows() > 0,
+               "synthetic rows are CTR examples; set it to 0 and give "
+               "train_files"),
+      not_with("data.test_files", d.test_files_size() > 0,
+               "word vectors are scored by model.word2vec.similarity_file"),
+      not_with("data.holdout_fraction", d.holdout_fraction() > 0,
+               "word vectors are scored by model.word2vec.similarity_file"),
+      not_with("data.validation_fraction", d.validation_fraction() > 0,
+               "there is no AUC to stop early on"),
+      not_with("data.min_feature_count", d.min_feature_count() > 1,
+               "use model.word2vec.min_count"),
+      not_with("data.stream", !d.stream().root().empty(),
+               "continuous training of word vectors is not built yet"),
+      not_with("table.admission.min_pushes",
+               config.table().admission().min_pushes() > 0 ||
+                   config.table().admission().probability() < 1,
+               "every vocabulary word has its rows"),
+  });
+}
+
 absl::Status ValidateJobConfig(const JobConfig& config) {
   return FirstError({
       config.name().empty() ? Invalid("name", "must not be empty")
@@ -723,6 +794,7 @@ absl::Status ValidateJobConfig(const JobConfig& config) {
       ValidateKubernetes(config.kubernetes()),
       ValidateCheckpoint(config),
       ValidateServing(config),
+      ValidateWord2Vec(config),
   });
 }
 

@@ -41,6 +41,12 @@ absl::Status ValidateForRun(const JobConfig& config);
 // or, for a data.stream, every_passes).
 bool TakesCheckpoints(const JobConfig& config);
 
+// DNN, WIDE_DEEP, DEEPFM and DCN_V2: models with dense weights trained by
+// the trainers (model.mode). LR, FM and WORD2VEC have rows only.
+inline bool IsDeepModel(ModelType type) {
+  return type == DNN || type == WIDE_DEEP || type == DEEPFM || type == DCN_V2;
+}
+
 // What `sampan train-local` refuses of what ValidateJobConfig accepts (a
 // data.stream), naming the field.
 absl::Status ValidateForTrainLocal(const JobConfig& config);

@@ -203,7 +203,8 @@ TEST(ConfigTest, UnknownNestedKey) {
       ParseError("model:\n  type: FM\n  embeding_dim: 4\n"),
       "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
       "(expected one of: type, embedding_dim, hidden, cross_layers, "
-      "dense_optimizer, num_fields, mode, field_embedding_dims, dense_device)");
+      "dense_optimizer, num_fields, mode, field_embedding_dims, dense_device, "
+      "word2vec)");
 }
 
 TEST(ConfigTest, FieldEmbeddingDims) {
@@ -231,6 +232,30 @@ TEST(ConfigTest, ModeNeedsDenseWeights) {
             "");
 }
 
+TEST(ConfigTest, Word2VecRules) {
+  const std::string base =
+      "name: x\noutput_dir: /tmp/x\ndata: {format: TEXT, train_files: [t], "
+      "synthetic: {rows: 0}}\n";
+  const std::string sgd = "table: {optimizer: {type: SGD}}\n";
+  EXPECT_EQ(ParseError(base + sgd + "model: {type: WORD2VEC}\n"), "");
+  EXPECT_EQ(ParseError(base + "model: {type: WORD2VEC}\n"),
+            "job.yaml: table.optimizer: WORD2VEC needs type SGD and l2 0 "
+            "(trainers push each row's change, which SGD adds as is), got "
+            "ADAGRAD l2 0");
+  EXPECT_EQ(ParseError(base + sgd + "model: {type: FM}\n"),
+            "job.yaml: data.format: TEXT is for model.type WORD2VEC, got FM");
+  EXPECT_EQ(ParseError("name: x\noutput_dir: /tmp/x\n" + sgd +
+                       "model: {type: WORD2VEC}\ndata: {train_files: [t], "
+                       "synthetic: {rows: 0}}\n"),
+            "job.yaml: data.format: WORD2VEC trains on TEXT, got CRITEO_TSV");
+  EXPECT_EQ(ParseError(base + sgd +
+                       "model: {type: WORD2VEC, word2vec: {subsample: 1}}\n"),
+            "job.yaml: model.word2vec.subsample: must be in [0, 1), got 1");
+  EXPECT_EQ(ParseError(base + sgd + "model: {type: WORD2VEC, mode: HYBRID}\n"),
+            "job.yaml: model.mode: HYBRID needs dense weights; WORD2VEC trains "
+            "ASYNC (leave mode unset)");
+}
+
 TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {
   const std::string yaml =
       "name: demo\n"         // 1
@@ -250,7 +275,7 @@ TEST(ConfigTest, WrongTypeInSequenceNamesIndexAndLine) {
 TEST(ConfigTest, WrongEnumNameListsValidNames) {
   EXPECT_EQ(ParseError("model:\n  type: XDEEP\n"),
             "job.yaml:2: model.type: expected one of LR, FM, DNN, WIDE_DEEP, "
-            "DEEPFM, DCN_V2, got \"XDEEP\"");
+            "DEEPFM, DCN_V2, WORD2VEC, got \"XDEEP\"");
   // The proto3 "not set" value is not a choice.
   EXPECT_THAT(ParseError("model:\n  type: MODEL_UNSPECIFIED\n"),
               HasSubstr("expected one of LR, FM"));

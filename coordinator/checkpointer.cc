@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/config.h"
 #include "common/coordinator_epoch.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -87,7 +88,7 @@ class CheckpointerImpl final : public Checkpointer {
         fence_(std::move(fence)),
         root_(fs::absolute(CheckpointRoot(config)).string()),
         timeout_(absl::Seconds(config.checkpoint().timeout_seconds())),
-        hybrid_(config.model().type() != LR && config.model().type() != FM &&
+        hybrid_(IsDeepModel(config.model().type()) &&
                 config.model().mode() != ModelConfig::ASYNC),
         start_(absl::Now()),
         last_end_(start_),

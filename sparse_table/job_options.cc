@@ -45,6 +45,7 @@ void MapOptimizer(const OptimizerConfig& c, TableOptions* o) {
 
 bool HasDenseTable(const JobConfig& job) {
   const ModelType type = job.model().type();
+  if (type == WORD2VEC) return false;
   if (type == LR || type == FM) {
     // Hogwild models: their dense inputs' weights are pserver rows.
     return job.data().integer_features() >= DataConfig::LOG_DENSE;

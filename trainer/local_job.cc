@@ -9,6 +9,7 @@
 #include "sparse_table/job_options.h"
 #include "trainer/model_export.h"
 #include "trainer/report.h"
+#include "trainer/word_job.h"
 
 namespace sampan {
 namespace {
@@ -18,6 +19,7 @@ CtrKind KindOf(ModelType t) {
     case LR:
       return CtrKind::kLr;
     case FM:
+    case WORD2VEC:  // rows [w, v] as FM's; no dense weights
       return CtrKind::kFm;
     case DNN:
       return CtrKind::kDnn;
@@ -105,6 +107,7 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
 }
 
 absl::Status TrainLocalJob(const JobConfig& c) {
+  if (IsWordJob(c)) return TrainWordsLocal(c);
   absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(c);
   if (!o.ok()) return o.status();
   if (c.data().train_files_size() == 0) {

@@ -104,6 +104,10 @@ absl::Status WriteReport(const std::string& path, const std::string& title,
   return absl::OkStatus();
 }
 
+std::string ResultPath(const JobConfig& config) {
+  return absl::StrCat(config.output_dir(), "/result.txt");
+}
+
 absl::Status WriteResultFile(const std::string& path, const EvalMetrics& m,
                              double examples_per_second) {
   std::ofstream out(path);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "proto/job.pb.h"
 #include "trainer/chart.h"
 #include "trainer/local_trainer.h"
 
@@ -24,6 +25,10 @@ struct ReportSeries {
 // The page's HTML.
 std::string RenderReport(const std::string& title,
                          const std::vector<ReportSeries>& series);
+
+// The file rank 0 (or train-local) writes its results to, as `name=value`
+// lines: <output_dir>/result.txt.
+std::string ResultPath(const JobConfig& config);
 
 // Writes the test metrics as `name=value` lines (result.txt): test_auc,
 // test_logloss, test_rows, test_copc and, when >= 0, examples_per_second.

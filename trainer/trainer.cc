@@ -42,6 +42,7 @@
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
 #include "trainer/warm_start.h"
+#include "trainer/word_job.h"
 
 namespace sampan {
 namespace {
@@ -108,8 +109,9 @@ class Trainer : public StepObserver {
     absl::Status status = rare.status();
     if (status.ok()) {
       rare_ = std::move(*rare);
-      status = SetUpDense(o->dense);
+      status = SetUpWords();
     }
+    if (status.ok()) status = SetUpDense(o->dense);
     // The passes: a batch job's one, or a stream's as they become ready.
     // A stream resumed from a checkpoint goes on after its last pass.
     PassScheduleStart resume;
@@ -124,6 +126,7 @@ class Trainer : public StepObserver {
     }
     PassSchedule schedule(config_, rank_, &coordinator_, &failed_, resume);
     schedule_ = &schedule;
+    const absl::Time train_start = absl::Now();
     while (status.ok()) {
       absl::StatusOr<coord::StreamPass> pass = schedule.Next();
       status = pass.status();
@@ -131,6 +134,7 @@ class Trainer : public StepObserver {
       status = RunPass(*pass);
     }
     schedule_ = nullptr;
+    if (status.ok() && words_ != nullptr) LogWordRate(train_start);
     if (status.ok()) status = dense_->Finish();
     if (status.ok() && checkpoints_ && !IsStreamJob(config_)) {
       ArriveFinished();
@@ -147,6 +151,9 @@ class Trainer : public StepObserver {
     if (status.ok() && !IsStreamJob(config_)) status = Export();
     if (status.ok() && rank_ == 0 && !TestPartsOf(config_).empty()) {
       status = Evaluate();
+    }
+    if (status.ok() && rank_ == 0 && words_ != nullptr) {
+      status = WriteWordResult(config_, *vocab_, -1);
     }
     if (status.ok() && rank_ == 0 && IsStreamJob(config_)) {
       // Appended to the test metrics when Evaluate wrote them.
@@ -172,7 +179,8 @@ class Trainer : public StepObserver {
     absl::MutexLock lock(&mu_);
     examples_ += w.batch.size();
     loss_sum_ += loss;
-    for (size_t e = 0; e < w.batch.size(); ++e) {
+    tokens_ += w.words.tokens;  // word vectors: no probabilities
+    for (size_t e = 0; e < w.probs.size(); ++e) {
       auc_.Add(w.probs[e], w.batch.labels[e]);
     }
     return absl::OkStatus();
@@ -290,7 +298,8 @@ class Trainer : public StepObserver {
     QueueSource source(input.get());
     source.set_rare(rare_.get());
     StepLoopOptions loop;
-    loop.model = model_.get();
+    loop.model = words_ != nullptr ? nullptr : model_.get();
+    loop.words = words_.get();
     loop.source = &source;
     loop.rows = rows_.get();
     loop.dense = dense_->weights();
@@ -459,9 +468,47 @@ class Trainer : public StepObserver {
     }
   }
 
-  // After the "trained" barrier; see part_export.h.
+  // WORD2VEC: every trainer counts the vocabulary (trainer/word_job.h); a
+  // resumed one continues the step-size decay from its checkpointed lines.
+  absl::Status SetUpWords() {
+    if (!IsWordJob(config_)) return absl::OkStatus();
+    absl::StatusOr<std::unique_ptr<Vocabulary>> vocab = CountJobWords(config_);
+    if (!vocab.ok()) return vocab.status();
+    vocab_ = std::move(*vocab);
+    uint64_t done = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      done = examples_;
+    }
+    words_ = std::make_unique<WordModel>(
+        vocab_.get(), WordOptionsFromJob(config_, *vocab_, done));
+    return absl::OkStatus();
+  }
+
+  void LogWordRate(absl::Time start) {
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    absl::MutexLock lock(&mu_);
+    SAMPAN_LOG(INFO) << absl::StrFormat(
+        "trainer %d: trained %d tokens in %.3f s: %.0f words/s", rank_, tokens_,
+        seconds, tokens_ / std::max(seconds, 1e-9));
+  }
+
+  // After the "trained" barrier; see part_export.h. Word vectors: rank 0
+  // writes them (WordVectorsPath).
   absl::Status Export() {
     const int trainers = config_.cluster().num_trainers();
+    if (words_ != nullptr) {
+      absl::Status s;
+      if (rank_ == 0) {
+        s = ExportWordVectors(
+            WordVectorsPath(config_), *vocab_, words_->row_dim() - 1,
+            [this](absl::Span<const uint64_t> keys, float* out) {
+              return ps_->Pull(keys, false, out);
+            });
+      }
+      if (s.ok()) s = coordinator_.Barrier("exported", trainers, rank_);
+      return s;
+    }
     absl::Status s = ExportTrainerPart(
         config_, rank_, model_->row_dim(),
         [this](absl::Span<const uint64_t> keys, float* out) {
@@ -607,6 +654,9 @@ class Trainer : public StepObserver {
   std::unique_ptr<PassPublisher> publisher_;  // data.stream jobs only
   // The model and its dense weights (trainer/rank_dense.h).
   std::unique_ptr<CtrModel> model_;
+  // WORD2VEC: the vocabulary and the model trained instead of model_.
+  std::unique_ptr<Vocabulary> vocab_;
+  std::unique_ptr<WordModel> words_;
   std::unique_ptr<RankDense> dense_;
   const bool sync_;
   std::unique_ptr<PsClient> ps_;
@@ -623,6 +673,7 @@ class Trainer : public StepObserver {
   uint64_t examples_ ABSL_GUARDED_BY(mu_) = 0;
   double loss_sum_ ABSL_GUARDED_BY(mu_) = 0;
   StreamingAuc auc_ ABSL_GUARDED_BY(mu_);
+  uint64_t tokens_ ABSL_GUARDED_BY(mu_) = 0;  // word vectors' tokens
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   // data.stream: keys pushed in the pass (any worker thread adds them).
   std::mutex touched_mu_;
@@ -633,10 +684,6 @@ class Trainer : public StepObserver {
 };
 
 }  // namespace
-
-std::string ResultPath(const JobConfig& config) {
-  return absl::StrCat(config.output_dir(), "/result.txt");
-}
 
 absl::Status RunTrainer(const JobConfig& config, int rank,
                         const std::string& coordinator_address,

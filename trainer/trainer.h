@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "proto/job.pb.h"
+#include "trainer/report.h"  // ResultPath
 
 namespace sampan {
 
@@ -50,9 +51,6 @@ absl::Status RunTrainer(const JobConfig& config, int rank,
                         const std::string& coordinator_address,
                         const std::string& checkpoint_dir = "",
                         uint64_t generation = 0);
-
-// The file rank 0 writes its test metrics to, as `name=value` lines.
-std::string ResultPath(const JobConfig& config);
 
 }  // namespace sampan
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/config.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "coordinator/checkpoint_store.h"
@@ -74,7 +75,7 @@ absl::Status AnotherModel(const JobConfig& config,
 // Whether the job has dense weights that a checkpoint carries.
 bool HasDenseWeights(const JobConfig& job) {
   return HasDenseTable(job) ||
-         (job.model().type() != LR && job.model().type() != FM);
+         IsDeepModel(job.model().type());
 }
 
 // Beyond the model's shape, what a checkpoint's pserver snapshots and dense

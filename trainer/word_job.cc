@@ -1,0 +1,317 @@
+#include "trainer/word_job.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "sparse_table/job_options.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/formats.h"
+#include "trainer/data_options.h"
+#include "trainer/eval/similarity.h"
+#include "trainer/report.h"
+#include "trainer/step_loop.h"
+
+namespace sampan {
+namespace {
+
+constexpr int kNamedBadLines = 5;
+
+struct CountStats {
+  uint64_t lines = 0, bad = 0;
+};
+
+// Counts one training file into `vocab` and, when `keep` is set, appends
+// its good lines to it.
+absl::Status CountFile(const std::string& path, Vocabulary* vocab,
+                       Dataset* keep, CountStats* stats) {
+  absl::StatusOr<std::string> text = ReadMaybeGzipFile(path);
+  if (!text.ok()) return text.status();
+  std::string_view rest(*text);
+  uint64_t n = 0;
+  while (!rest.empty()) {
+    const size_t eol = rest.find('\n');
+    const std::string_view line = rest.substr(0, eol);
+    rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
+    ++n;
+    ++stats->lines;
+    const absl::Status s = ForEachTextToken(
+        line, [vocab](std::string_view word) { vocab->Count(word); });
+    if (!s.ok()) {
+      if (++stats->bad <= kNamedBadLines) {
+        SAMPAN_LOG(WARNING)
+            << path << ":" << n << ": " << s.message() << " (line skipped)";
+      }
+      continue;
+    }
+    vocab->CountLine();
+    if (keep != nullptr) keep->AddLine(line);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CountFiles(const JobConfig& config, Vocabulary* vocab,
+                        Dataset* keep) {
+  CountStats stats;
+  for (const std::string& path : config.data().train_files()) {
+    if (absl::Status s = CountFile(path, vocab, keep, &stats); !s.ok()) {
+      return s;
+    }
+  }
+  const double max_bad = config.data().max_bad_fraction();
+  if (stats.bad > max_bad * stats.lines) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "data.train_files: %d of %d lines are malformed, more than "
+        "data.max_bad_fraction %g (the first are logged above)",
+        stats.bad, stats.lines, max_bad));
+  }
+  const Word2VecConfig& w = config.model().word2vec();
+  vocab->Finish(w.min_count(), w.subsample());
+  SAMPAN_LOG(INFO) << absl::StrFormat(
+      "vocabulary: %d words seen >= %d times, of %d tokens on %d lines (%d "
+      "malformed lines skipped)",
+      vocab->size(), w.min_count(), vocab->tokens(), vocab->lines(), stats.bad);
+  if (vocab->size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.train_files: no word is seen model.word2vec.min_count (",
+        w.min_count(), ") times"));
+  }
+  return absl::OkStatus();
+}
+
+// Every line of `data`, data.epochs times, in file order, a block at a time.
+class LineSource : public BatchSource {
+ public:
+  LineSource(const Dataset& data, int epochs, size_t block)
+      : data_(data), block_(block), total_(data.size() * size_t(epochs)) {}
+  bool Next(Batch* batch, absl::Status*) override {
+    const size_t begin = next_.fetch_add(block_);
+    if (begin >= total_) return false;
+    const size_t n = std::min(block_, total_ - begin);
+    batch->Clear();
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t line = uint32_t((begin + i) % data_.size());
+      batch->labels.push_back(0);
+      batch->signs.insert(batch->signs.end(),
+                          data_.signs.begin() + data_.offsets[line],
+                          data_.signs.begin() + data_.offsets[line + 1]);
+      batch->offsets.push_back(uint32_t(batch->signs.size()));
+    }
+    return true;
+  }
+
+ private:
+  const Dataset& data_;
+  const size_t block_, total_;
+  std::atomic<size_t> next_{0};
+};
+
+// Counts tokens and loss; logs progress every tenth of the planned lines.
+class WordProgress : public StepObserver {
+ public:
+  explicit WordProgress(uint64_t planned_lines) : planned_(planned_lines) {}
+  absl::Status Trained(const Worker& w, double loss) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_ += w.batch.size();
+    tokens_ += w.words.tokens;
+    updates_ += w.words.updates;
+    loss_ += loss;
+    const uint64_t tenth = std::max<uint64_t>(1, planned_ / 10);
+    if (lines_ / tenth > marks_) {
+      marks_ = lines_ / tenth;
+      SAMPAN_LOG(INFO) << absl::StrFormat(
+          "%d%% of lines: %d tokens, loss %.4f per target, step size %.5f",
+          std::min<uint64_t>(100, 100 * lines_ / planned_), tokens_,
+          updates_ > 0 ? loss_ / updates_ : 0.0, w.words.rate);
+    }
+    return absl::OkStatus();
+  }
+  uint64_t tokens() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return tokens_;
+  }
+
+ private:
+  const uint64_t planned_;
+  mutable std::mutex mu_;  // guards everything below
+  uint64_t lines_ = 0, tokens_ = 0, updates_ = 0, marks_ = 0;
+  double loss_ = 0;
+};
+
+}  // namespace
+
+bool IsWordJob(const JobConfig& config) {
+  return config.model().type() == WORD2VEC;
+}
+
+absl::StatusOr<std::unique_ptr<Vocabulary>> CountJobWords(
+    const JobConfig& config) {
+  auto vocab = std::make_unique<Vocabulary>();
+  if (absl::Status s = CountFiles(config, vocab.get(), nullptr); !s.ok()) {
+    return s;
+  }
+  return vocab;
+}
+
+WordModelOptions WordOptionsFromJob(const JobConfig& config,
+                                    const Vocabulary& vocab,
+                                    uint64_t start_lines) {
+  const Word2VecConfig& w = config.model().word2vec();
+  WordModelOptions o;
+  o.dim = int(config.model().embedding_dim());
+  o.window = int(w.window());
+  o.negatives = int(w.negatives());
+  o.cbow = w.cbow();
+  o.learning_rate = config.table().optimizer().learning_rate();
+  const uint64_t trainers =
+      std::max<uint64_t>(1, config.cluster().num_trainers());
+  o.planned_lines = vocab.lines() * config.data().epochs() / trainers;
+  o.start_lines = start_lines;
+  return o;
+}
+
+std::string WordVectorsPath(const JobConfig& config) {
+  return absl::StrCat(config.output_dir(), "/vectors.vec");
+}
+
+absl::Status ExportWordVectors(const std::string& path, const Vocabulary& vocab,
+                               int dim, const PullRowsFn& pull) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* out = std::fopen(tmp.c_str(), "w");
+  if (out == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  std::fprintf(out, "%zu %d\n", vocab.size(), dim);
+  constexpr size_t kChunk = 4096;
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;
+  absl::Status status;
+  for (size_t begin = 0; begin < vocab.size() && status.ok(); begin += kChunk) {
+    const size_t n = std::min(kChunk, vocab.size() - begin);
+    keys.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      keys[i] = vocab.input_key(int32_t(begin + i));
+    rows.resize(n * (dim + 1));
+    status = pull(keys, rows.data());
+    for (size_t i = 0; i < n && status.ok(); ++i) {
+      std::fputs(vocab.word(int32_t(begin + i)).c_str(), out);
+      for (int j = 1; j <= dim; ++j) {
+        std::fprintf(out, " %.6g", rows[i * (dim + 1) + j]);
+      }
+      std::fputc('\n', out);
+    }
+  }
+  const bool written = std::fclose(out) == 0;
+  if (status.ok() && !written) {
+    status = absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  if (status.ok()) {
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+      status = absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ",
+                                                path, ": ", ec.message()));
+    }
+  }
+  if (!status.ok()) std::remove(tmp.c_str());
+  return status;
+}
+
+absl::Status WriteWordResult(const JobConfig& config, const Vocabulary& vocab,
+                             double words_per_second) {
+  const std::string vectors = WordVectorsPath(config);
+  std::string result =
+      absl::StrFormat("vocabulary=%d\ntokens=%d\nlines=%d\nvectors=%s\n",
+                      vocab.size(), vocab.tokens(), vocab.lines(), vectors);
+  if (words_per_second >= 0) {
+    absl::StrAppendFormat(&result, "words_per_second=%.0f\n", words_per_second);
+  }
+  std::string line =
+      absl::StrFormat("word vectors: %d words x %d in %s", vocab.size(),
+                      config.model().embedding_dim(), vectors);
+  const std::string& file = config.model().word2vec().similarity_file();
+  if (!file.empty()) {
+    absl::StatusOr<WordVectors> v = ReadWordVectors(vectors);
+    if (!v.ok()) return v.status();
+    absl::StatusOr<WordPairs> pairs = ReadWordPairs(file);
+    if (!pairs.ok()) {
+      return absl::NotFoundError(absl::StrCat(
+          "model.word2vec.similarity_file: ", pairs.status().message()));
+    }
+    for (const std::string& e : pairs->errors) {
+      SAMPAN_LOG(WARNING) << e << " (pair skipped)";
+    }
+    const SimilarityScore s = ScoreSimilarity(*v, *pairs);
+    absl::StrAppendFormat(&result,
+                          "spearman=%.6f\nsimilarity_pairs=%d\n"
+                          "similarity_missing=%d\nsimilarity_bad_lines=%d\n",
+                          s.spearman, s.pairs_scored, s.pairs_missing,
+                          pairs->bad_lines);
+    absl::StrAppendFormat(&line,
+                          "; Spearman %.4f on %d pairs of %s (%d with a word "
+                          "outside the vocabulary, %d malformed lines)",
+                          s.spearman, s.pairs_scored, file, s.pairs_missing,
+                          pairs->bad_lines);
+  }
+  SAMPAN_LOG(INFO) << line;
+  std::ofstream out(ResultPath(config));
+  out << result;
+  out.close();
+  if (!out) {
+    return absl::InternalError(
+        absl::StrCat("cannot write ", ResultPath(config)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainWordsLocal(const JobConfig& config) {
+  std::error_code ec;
+  std::filesystem::create_directories(config.output_dir(), ec);
+  Vocabulary vocab;
+  Dataset data;
+  data.parse = ParseOptionsFromJob(config);
+  if (absl::Status s = CountFiles(config, &vocab, &data); !s.ok()) return s;
+  WordModelOptions options = WordOptionsFromJob(config, vocab, 0);
+  options.planned_lines = data.size() * config.data().epochs();
+  const WordModel model(&vocab, options);
+  TableOptions table = TableOptionsFromJob(config, 0);
+  table.embedding_dim = uint32_t(options.dim);
+  std::unique_ptr<SparseTable> rows_table = NewMemoryTable(table);
+  std::unique_ptr<SparseStore> rows = TableRows(rows_table.get());
+  std::unique_ptr<DenseWeights> dense = NoDenseWeights();
+  LineSource source(data, int(config.data().epochs()),
+                    config.data().batch_size());
+  WordProgress progress(options.planned_lines);
+  StepLoopOptions loop;
+  loop.words = &model;
+  loop.source = &source;
+  loop.rows = rows.get();
+  loop.dense = dense.get();
+  loop.observer = &progress;
+  loop.threads =
+      int(std::max<uint32_t>(1, config.cluster().threads_per_trainer()));
+  const absl::Time start = absl::Now();
+  if (absl::Status s = RunStepLoop(loop); !s.ok()) return s;
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const double words_per_second = progress.tokens() / std::max(seconds, 1e-9);
+  SAMPAN_LOG(INFO) << absl::StrFormat(
+      "trained %d tokens in %.2f s: %.0f words/s, %.0f words/s per thread",
+      progress.tokens(), seconds, words_per_second,
+      words_per_second / loop.threads);
+  absl::Status s =
+      ExportWordVectors(WordVectorsPath(config), vocab, options.dim,
+                        [&](absl::Span<const uint64_t> keys, float* out) {
+                          return rows_table->Pull(keys, false, out);
+                        });
+  if (!s.ok()) return s;
+  return WriteWordResult(config, vocab, words_per_second);
+}
+
+}  // namespace sampan
