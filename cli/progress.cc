@@ -20,8 +20,10 @@ std::string FormatEta(double seconds) {
 
 }  // namespace
 
-ProgressPrinter::ProgressPrinter(const JobConfig&)
-    : tty_(isatty(STDOUT_FILENO)), last_time_(absl::Now()) {}
+ProgressPrinter::ProgressPrinter(const JobConfig& config)
+    : tty_(isatty(STDOUT_FILENO)),
+      words_(config.model().type() == WORD2VEC),
+      last_time_(absl::Now()) {}
 
 void ProgressPrinter::Update(const coord::JobStatusResponse& status) {
   const std::string line = Render(status, absl::Now());
@@ -69,11 +71,19 @@ std::string ProgressPrinter::Render(const coord::JobStatusResponse& status,
   last_time_ = now;
   last_examples_ = examples;
   last_loss_sum_ = loss_sum;
-  std::string line = absl::StrFormat(
-      "[train] %5.1f%% | %8.0f examples/s | loss %.4f | auc %.4f | "
-      "%d examples | %d bad rows | eta %s",
-      100 * fraction, rate, shown_loss_,
-      examples ? auc_weighted / examples : 0.5, examples, bad, FormatEta(eta));
+  // Word vectors train lines of text and have no AUC.
+  std::string line =
+      words_ ? absl::StrFormat(
+                   "[train] %5.1f%% | %8.0f lines/s | loss %.4f a line | %d "
+                   "lines | %d bad lines | eta %s",
+                   100 * fraction, rate, shown_loss_, examples, bad,
+                   FormatEta(eta))
+             : absl::StrFormat(
+                   "[train] %5.1f%% | %8.0f examples/s | loss %.4f | auc %.4f "
+                   "| %d examples | %d bad rows | eta %s",
+                   100 * fraction, rate, shown_loss_,
+                   examples ? auc_weighted / examples : 0.5, examples, bad,
+                   FormatEta(eta));
   if (status.trainers_size() > 0)
     absl::StrAppend(&line, StreamPart(status, now));
   if (status.coordinator_incarnations() > 1) {

@@ -32,6 +32,7 @@ class ProgressPrinter {
   static std::string StreamPart(const coord::JobStatusResponse& status,
                                 absl::Time now);
   bool tty_;
+  const bool words_;  // model.type WORD2VEC: lines, no AUC
   bool drawn_ = false;
   absl::Time last_time_;
   uint64_t last_examples_ = 0;

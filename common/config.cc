@@ -472,6 +472,7 @@ JobConfig DefaultJobConfig() {
   words->set_negatives(5);
   words->set_min_count(5);
   words->set_subsample(1e-4);
+  words->set_seed(1);
   OptimizerConfig* dense = config.mutable_model()->mutable_dense_optimizer();
   dense->set_type(ADAM);
   dense->set_learning_rate(0.001f);

@@ -1,5 +1,6 @@
 #include "trainer/step_loop.h"
 
+#include <cmath>
 #include <mutex>
 #include <random>
 #include <string>
@@ -285,6 +286,113 @@ TEST(StepLoopTest, LocalDenseWeightsApplyTheMeanGradient) {
   EXPECT_FLOAT_EQ(now[0], -0.5f);
   ASSERT_TRUE(step->Begin(0, 0).ok());
   EXPECT_FALSE(*step->End());
+}
+
+}  // namespace
+}  // namespace sampan
+
+namespace sampan {
+namespace {
+
+// Word vectors through the same loop: two Hogwild threads over an
+// in-process table learn planted clusters (lines of one cluster's words).
+TEST(StepLoopWordsTest, TwoThreadsLearnPlantedClusters) {
+  constexpr int kClusters = 4, kWords = 6, kLines = 2000, kPerBatch = 20;
+  std::mt19937_64 rng(5);
+  const auto word = [](int c, int w) {
+    return "c" + std::to_string(c) + "w" + std::to_string(w);
+  };
+  Vocabulary vocab;
+  std::vector<Batch> batches;
+  Batch b;
+  b.Clear();
+  for (int line = 0; line < kLines; ++line) {
+    vocab.CountLine();
+    const int c = int(rng() % kClusters);
+    for (int k = 0; k < 8; ++k) {
+      const std::string w = word(c, int(rng() % kWords));
+      vocab.Count(w);
+      b.signs.push_back(WordInputKey(w));
+    }
+    b.labels.push_back(0);
+    b.offsets.push_back(uint32_t(b.signs.size()));
+    if (b.size() == kPerBatch) {
+      batches.push_back(b);
+      b.Clear();
+    }
+  }
+  vocab.Finish(1, 0);
+  ASSERT_EQ(vocab.size(), size_t(kClusters * kWords));
+  WordModelOptions o;
+  o.dim = 8;
+  o.window = 3;
+  o.negatives = 4;
+  o.learning_rate = 0.05f;
+  o.planned_lines = 3 * kLines;
+  const WordModel model(&vocab, o);
+  TableOptions t;
+  t.num_shards = 4;
+  t.embedding_dim = 8;
+  t.rule = OptimizerRule::kSgd;
+  t.learning_rate = 0.05f;
+  t.init_range = 0.1f;
+  std::unique_ptr<SparseTable> table = NewMemoryTable(t);
+  std::unique_ptr<SparseStore> rows = TableRows(table.get());
+  std::unique_ptr<DenseWeights> dense = NoDenseWeights();
+  class Epochs : public BatchSource {
+   public:
+    explicit Epochs(const std::vector<Batch>* b) : b_(b) {}
+    bool Next(Batch* batch, absl::Status*) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (next_ == 3 * b_->size()) return false;
+      *batch = (*b_)[next_++ % b_->size()];
+      return true;
+    }
+
+   private:
+    const std::vector<Batch>* b_;
+    std::mutex mu_;
+    size_t next_ = 0;
+  } source(&batches);
+  Counter counter;
+  StepLoopOptions loop;
+  loop.words = &model;
+  loop.source = &source;
+  loop.rows = rows.get();
+  loop.dense = dense.get();
+  loop.observer = &counter;
+  loop.threads = 2;
+  ASSERT_TRUE(RunStepLoop(loop).ok());
+  EXPECT_EQ(model.lines_done(), uint64_t(3 * kLines));
+  EXPECT_EQ(counter.examples, size_t(3 * kLines));
+  // Mean cosine of same-cluster pairs against pairs across clusters.
+  std::vector<uint64_t> keys;
+  for (int i = 0; i < int(vocab.size()); ++i)
+    keys.push_back(vocab.input_key(i));
+  std::vector<float> v(keys.size() * 9);
+  ASSERT_TRUE(table->Pull(keys, false, v.data()).ok());
+  const auto cosine = [&](int a, int c) {
+    double ab = 0, aa = 0, cc = 0;
+    for (int j = 1; j <= 8; ++j) {
+      ab += v[a * 9 + j] * v[c * 9 + j];
+      aa += v[a * 9 + j] * v[a * 9 + j];
+      cc += v[c * 9 + j] * v[c * 9 + j];
+    }
+    return ab / std::sqrt(aa * cc);
+  };
+  double same = 0, other = 0;
+  int n_same = 0, n_other = 0;
+  for (int a = 0; a < int(vocab.size()); ++a) {
+    for (int c = a + 1; c < int(vocab.size()); ++c) {
+      const bool together = vocab.word(a)[1] == vocab.word(c)[1];
+      (together ? same : other) += cosine(a, c);
+      ++(together ? n_same : n_other);
+    }
+  }
+  same /= n_same;
+  other /= n_other;
+  EXPECT_GT(same, other + 0.5)
+      << "same-cluster " << same << ", others " << other;
 }
 
 }  // namespace

@@ -481,7 +481,7 @@ class Trainer : public StepObserver {
       done = examples_;
     }
     words_ = std::make_unique<WordModel>(
-        vocab_.get(), WordOptionsFromJob(config_, *vocab_, done));
+        vocab_.get(), WordOptionsFromJob(config_, *vocab_, rank_, done));
     return absl::OkStatus();
   }
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <numeric>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -86,18 +88,31 @@ absl::Status CountFiles(const JobConfig& config, Vocabulary* vocab,
   return absl::OkStatus();
 }
 
-// Every line of `data`, data.epochs times, in file order, a block at a time.
+// Every line of `data`, data.epochs times, a block at a time: in file order,
+// or with `shuffle` in a new random order every epoch.
 class LineSource : public BatchSource {
  public:
-  LineSource(const Dataset& data, int epochs, size_t block)
-      : data_(data), block_(block), total_(data.size() * size_t(epochs)) {}
+  LineSource(const Dataset& data, int epochs, size_t block, bool shuffle,
+             uint64_t seed)
+      : data_(data), block_(block), total_(data.size() * size_t(epochs)) {
+    if (!shuffle) return;
+    std::mt19937_64 rng(seed);
+    std::vector<uint32_t> epoch(data.size());
+    std::iota(epoch.begin(), epoch.end(), 0);
+    for (int e = 0; e < epochs; ++e) {
+      std::shuffle(epoch.begin(), epoch.end(), rng);
+      order_.insert(order_.end(), epoch.begin(), epoch.end());
+    }
+  }
   bool Next(Batch* batch, absl::Status*) override {
     const size_t begin = next_.fetch_add(block_);
     if (begin >= total_) return false;
     const size_t n = std::min(block_, total_ - begin);
     batch->Clear();
     for (size_t i = 0; i < n; ++i) {
-      const uint32_t line = uint32_t((begin + i) % data_.size());
+      const uint32_t line = order_.empty()
+                                ? uint32_t((begin + i) % data_.size())
+                                : order_[begin + i];
       batch->labels.push_back(0);
       batch->signs.insert(batch->signs.end(),
                           data_.signs.begin() + data_.offsets[line],
@@ -110,6 +125,7 @@ class LineSource : public BatchSource {
  private:
   const Dataset& data_;
   const size_t block_, total_;
+  std::vector<uint32_t> order_;  // every epoch's order; empty: file order
   std::atomic<size_t> next_{0};
 };
 
@@ -161,7 +177,7 @@ absl::StatusOr<std::unique_ptr<Vocabulary>> CountJobWords(
 }
 
 WordModelOptions WordOptionsFromJob(const JobConfig& config,
-                                    const Vocabulary& vocab,
+                                    const Vocabulary& vocab, int rank,
                                     uint64_t start_lines) {
   const Word2VecConfig& w = config.model().word2vec();
   WordModelOptions o;
@@ -174,6 +190,8 @@ WordModelOptions WordOptionsFromJob(const JobConfig& config,
       std::max<uint64_t>(1, config.cluster().num_trainers());
   o.planned_lines = vocab.lines() * config.data().epochs() / trainers;
   o.start_lines = start_lines;
+  // Each rank's threads draw their own streams.
+  o.seed = w.seed() * 1000003 + uint64_t(rank);
   return o;
 }
 
@@ -278,7 +296,7 @@ absl::Status TrainWordsLocal(const JobConfig& config) {
   Dataset data;
   data.parse = ParseOptionsFromJob(config);
   if (absl::Status s = CountFiles(config, &vocab, &data); !s.ok()) return s;
-  WordModelOptions options = WordOptionsFromJob(config, vocab, 0);
+  WordModelOptions options = WordOptionsFromJob(config, vocab, 0, 0);
   options.planned_lines = data.size() * config.data().epochs();
   const WordModel model(&vocab, options);
   TableOptions table = TableOptionsFromJob(config, 0);
@@ -287,7 +305,8 @@ absl::Status TrainWordsLocal(const JobConfig& config) {
   std::unique_ptr<SparseStore> rows = TableRows(rows_table.get());
   std::unique_ptr<DenseWeights> dense = NoDenseWeights();
   LineSource source(data, int(config.data().epochs()),
-                    config.data().batch_size());
+                    config.data().batch_size(), config.data().shuffle(),
+                    config.model().word2vec().seed());
   WordProgress progress(options.planned_lines);
   StepLoopOptions loop;
   loop.words = &model;

@@ -30,11 +30,11 @@ bool IsWordJob(const JobConfig& config);
 absl::StatusOr<std::unique_ptr<Vocabulary>> CountJobWords(
     const JobConfig& config);
 
-// The model a trainer of `config` trains: planned lines are data.epochs x
+// The model rank `rank` of `config` trains: planned lines are data.epochs x
 // this trainer's share of the counted lines; `start_lines` those a resumed
 // trainer already trained.
 WordModelOptions WordOptionsFromJob(const JobConfig& config,
-                                    const Vocabulary& vocab,
+                                    const Vocabulary& vocab, int rank,
                                     uint64_t start_lines);
 
 // <output_dir>/vectors.vec
@@ -57,7 +57,10 @@ absl::Status WriteWordResult(const JobConfig& config, const Vocabulary& vocab,
                              double words_per_second);
 
 // `sampan train-local` of a WORD2VEC job: every training file in memory,
-// cluster.threads_per_trainer threads on an in-process table.
+// cluster.threads_per_trainer threads on an in-process table, the lines in
+// file order or, with data.shuffle, in a new order every epoch (a corpus
+// sorted by topic, as Brown is by genre, trains better shuffled: the
+// decaying step size otherwise ends on the last topic).
 absl::Status TrainWordsLocal(const JobConfig& config);
 
 }  // namespace sampan

@@ -1,6 +1,6 @@
 // libFuzzer target: the line parsers (trainer/data/formats.h) must accept or
-// reject any bytes with a Status, in every format and integer option, never
-// crash, read out of bounds or leave partial output.
+// reject any bytes with a Status, in every format (TEXT too) and integer
+// option, never crash, read out of bounds or leave partial output.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -14,7 +14,8 @@ using sampan::DataFileFormat;
 
 constexpr DataFileFormat kFormats[] = {
     DataFileFormat::kCriteo, DataFileFormat::kCriteoUnlabeled,
-    DataFileFormat::kAvazu, DataFileFormat::kLibsvm, DataFileFormat::kLibffm};
+    DataFileFormat::kAvazu,  DataFileFormat::kLibsvm,
+    DataFileFormat::kLibffm, DataFileFormat::kText};
 
 }  // namespace
 
