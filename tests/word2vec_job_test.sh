@@ -3,8 +3,10 @@
 # process:
 #   1. planted clusters: on a corpus whose lines each draw words from one of
 #      five clusters, `sampan run` (2 pservers x 2 trainers, skip-gram) and
-#      `sampan train-local` (CBOW) end with same-cluster words closer than
-#      others: `sampan similarity` of within (10) and across (0) pairs;
+#      `sampan train-local` (CBOW, the file gzipped) end with same-cluster
+#      words closer than others: `sampan similarity` of within (10) and
+#      across (0) pairs;
+#      A checkpointed RocksDB job resumes (`--resume`) and ends as well;
 #   2. a Brown slice (SAMPAN_DATA_DIR/text, 20,000 lines, 10 epochs):
 #      Spearman on WordSim353 clearly above random vectors for the same
 #      words (3 epochs of it score ~0.07: too few words to learn from);
@@ -67,13 +69,33 @@ grep -q "word vectors: $TMP/clusters/vectors.vec (40 words)" <<< "$out" ||
   fail "vectors.vec header '$(head -1 "$TMP/clusters/vectors.vec")'"
 [ -z "$(leftover "$TMP/clusters")" ] || fail "processes left over"
 
-write_config clusters-local "$TMP/clusters.txt" ", cbow: true" ""
+# RocksDB tables with checkpoints: `--resume` restores the last one (its
+# rows, and the lines trained, where the step-size decay goes on) and
+# finishes with the clusters still apart.
+cp "$TMP/pairs-clusters.tsv" "$TMP/pairs-resume.tsv"
+write_config resume "$TMP/clusters.txt" "" "checkpoint: {every_steps: 20}"
+sed -i 's/table: {num_shards: 8,/table: {num_shards: 8, backend: ROCKSDB,/' "$TMP/resume.yaml"
+out=$("$SAMPAN" run "$TMP/resume.yaml" 2>&1)
+rc=$?
+[ $rc -eq 0 ] || fail "checkpointed job exited $rc: $(tail -5 <<< "$out")"
+out=$("$SAMPAN" run "$TMP/resume.yaml" --resume 2>&1)
+rc=$?
+s=$(spearman_of resume)
+if [ $rc -eq 0 ] && grep -q "resuming from" <<< "$out" && above "${s:-0}" 0.64
+then
+  pass "resumed from a checkpoint (Spearman $s)"
+else
+  fail "resume: exit $rc, Spearman '$s': $(tail -5 <<< "$out")"
+fi
+
+gzip -c "$TMP/clusters.txt" > "$TMP/clusters.txt.gz"
+write_config clusters-local "$TMP/clusters.txt.gz" ", cbow: true" ""
 out=$("$SAMPAN" train-local "$TMP/clusters-local.yaml" 2>&1)
 rc=$?
 [ $rc -eq 0 ] || fail "train-local exited $rc: $(tail -5 <<< "$out")"
 s=$(spearman_of clusters-local)
 if above "${s:-0}" 0.64; then
-  pass "train-local CBOW: same-cluster words closer (Spearman $s)"
+  pass "train-local CBOW on gzip: same-cluster words closer (Spearman $s)"
 else
   fail "train-local CBOW: Spearman '$s', want > 0.64"
 fi
