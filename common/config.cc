@@ -773,6 +773,9 @@ absl::Status ValidateWord2Vec(const JobConfig& config) {
                "use model.word2vec.min_count"),
       not_with("data.stream", !d.stream().root().empty(),
                "continuous training of word vectors is not built yet"),
+      not_with("serving.enabled", config.serving().enabled(),
+               "serving answers CTR predictions; word vectors are written "
+               "to <output_dir>/vectors.vec"),
       not_with("table.admission.min_pushes",
                config.table().admission().min_pushes() > 0 ||
                    config.table().admission().probability() < 1,

@@ -30,18 +30,12 @@ struct CountStats {
   uint64_t lines = 0, bad = 0;
 };
 
-// Counts one training file into `vocab` and, when `keep` is set, appends
-// its good lines to it.
+// Counts one training file into `vocab` (streaming it) and, when `keep` is
+// set, appends its good lines to it.
 absl::Status CountFile(const std::string& path, Vocabulary* vocab,
                        Dataset* keep, CountStats* stats) {
-  absl::StatusOr<std::string> text = ReadMaybeGzipFile(path);
-  if (!text.ok()) return text.status();
-  std::string_view rest(*text);
   uint64_t n = 0;
-  while (!rest.empty()) {
-    const size_t eol = rest.find('\n');
-    const std::string_view line = rest.substr(0, eol);
-    rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
+  return ForEachFileLine(path, [&](std::string_view line) {
     ++n;
     ++stats->lines;
     const absl::Status s = ForEachTextToken(
@@ -51,12 +45,11 @@ absl::Status CountFile(const std::string& path, Vocabulary* vocab,
         SAMPAN_LOG(WARNING)
             << path << ":" << n << ": " << s.message() << " (line skipped)";
       }
-      continue;
+      return;
     }
     vocab->CountLine();
     if (keep != nullptr) keep->AddLine(line);
-  }
-  return absl::OkStatus();
+  });
 }
 
 absl::Status CountFiles(const JobConfig& config, Vocabulary* vocab,

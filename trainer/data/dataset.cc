@@ -91,6 +91,40 @@ absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
   return out;
 }
 
+absl::Status ForEachFileLine(const std::string& path,
+                             const std::function<void(std::string_view)>& fn) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  }
+  gzbuffer(file, 1 << 20);
+  constexpr size_t kChunk = 1 << 20;
+  std::string buf;
+  size_t begin = 0;  // of the first unfinished line in buf
+  while (true) {
+    buf.erase(0, begin);
+    begin = 0;
+    const size_t old = buf.size();
+    buf.resize(old + kChunk);
+    const int n = gzread(file, buf.data() + old, kChunk);
+    if (n < 0) {
+      int err = 0;
+      const std::string msg = gzerror(file, &err);
+      gzclose(file);
+      return absl::DataLossError(absl::StrCat(path, ": ", msg));
+    }
+    buf.resize(old + n);
+    if (n == 0) break;
+    for (size_t nl; (nl = buf.find('\n', begin)) != std::string::npos;
+         begin = nl + 1) {
+      fn(std::string_view(buf).substr(begin, nl - begin));
+    }
+  }
+  gzclose(file);
+  if (begin < buf.size()) fn(std::string_view(buf).substr(begin));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Dataset> LoadDataset(const std::string& path,
                                     const LoadOptions& options) {
   if (options.num_parts < 1 || options.part < 0 ||

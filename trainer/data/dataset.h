@@ -11,6 +11,7 @@
 #define SAMPAN_TRAINER_DATA_DATASET_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,12 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& path,
 
 // Reads a whole file into memory, gunzipping when it is gzip.
 absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
+
+// Calls fn(line) for every line of `path` (gzip or plain), without its
+// newline, reading 1 MiB at a time: memory is one chunk and the longest
+// line, whatever the file's size. The view is valid during the call.
+absl::Status ForEachFileLine(const std::string& path,
+                             const std::function<void(std::string_view)>& fn);
 
 }  // namespace sampan
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "common/hash.h"
 #include "gtest/gtest.h"
@@ -55,6 +56,28 @@ TEST(DatasetTest, CriteoGzipMatchesPlainAndCarriesSlots) {
     EXPECT_EQ(d->signs[1], FeatureSign(14, "aa"));
     EXPECT_EQ(d->signs[3], FeatureSign(14, "bb"));
   }
+}
+
+// Plain or gzip, a last line without its newline, empty lines, and a line
+// longer than the 1 MiB reads it spans.
+TEST(ForEachFileLineTest, StreamsEveryLine) {
+  const std::string long_line(3 << 20, 'x');
+  const std::string text = "a b\n\n" + long_line + "\nlast";
+  for (const std::string& path :
+       {WritePlain("lines.txt", text), WriteGzip("lines.txt.gz", text)}) {
+    std::vector<std::string> lines;
+    ASSERT_TRUE(ForEachFileLine(path, [&](std::string_view l) {
+                  lines.emplace_back(l);
+                }).ok());
+    ASSERT_EQ(lines.size(), 4u) << path;
+    EXPECT_EQ(lines[0], "a b");
+    EXPECT_EQ(lines[1], "");
+    EXPECT_EQ(lines[2], long_line);
+    EXPECT_EQ(lines[3], "last");
+  }
+  EXPECT_EQ(
+      ForEachFileLine(TempPath("missing"), [](std::string_view) {}).code(),
+      absl::StatusCode::kNotFound);
 }
 
 TEST(DatasetTest, PartsAndFractionsSplitLinesExactlyOnce) {
