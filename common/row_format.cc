@@ -1,7 +1,5 @@
 #include "common/row_format.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -50,42 +48,6 @@ bool RoundUp(float frac, bool lo_odd, Rounding rounding, float u) {
   return frac > 0.5f || (frac == 0.5f && lo_odd);
 }
 
-// Decoding with x86-64-v3 instructions where the CPU has them (checked once
-// at run time, as crc32c.cc does): the same floats as the scalar loops,
-// exactly (vcvtph2ps converts every half exactly; an int8 times the scale
-// is one rounding either way), so a row decodes alike on every machine.
-bool HasF16cAvx2() {
-  static const bool has =
-      __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
-  return has;
-}
-
-__attribute__((target("f16c,avx2"))) uint32_t DecodeHalves8(const char* h,
-                                                            uint32_t n,
-                                                            float* v) {
-  uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i x =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 2 * i));
-    _mm256_storeu_ps(v + i, _mm256_cvtph_ps(x));
-  }
-  return i;
-}
-
-__attribute__((target("avx2"))) uint32_t DecodeInt8s8(const unsigned char* q,
-                                                      float scale, uint32_t n,
-                                                      float* v) {
-  const __m256 s = _mm256_set1_ps(scale);
-  uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    int64_t bytes;
-    std::memcpy(&bytes, q + i, 8);
-    const __m256i c = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes));
-    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_cvtepi32_ps(c), s));
-  }
-  return i;
-}
-
 }  // namespace
 
 const char* RowFormatName(RowFormat format) {
@@ -119,11 +81,7 @@ float HalfToFloat(uint16_t h) {
     const float v = static_cast<float>(m) * 0x1.0p-24f;
     return sign != 0 ? -v : v;
   }
-  // A NaN comes back quiet, as the hardware conversion returns it.
-  if (e == 31) {
-    return absl::bit_cast<float>(sign | 0x7f800000u |
-                                 ((m != 0 ? m | 0x200u : 0) << 13));
-  }
+  if (e == 31) return absl::bit_cast<float>(sign | 0x7f800000u | (m << 13));
   return absl::bit_cast<float>(sign | ((e + 112) << 23) | (m << 13));
 }
 
@@ -204,22 +162,18 @@ void DecodeEmbedding(RowFormat format, const float* words, uint32_t n,
     case RowFormat::kFp32:
       std::memcpy(v, words, size_t{n} * 4);
       return;
-    case RowFormat::kFp16: {
-      const char* halves = reinterpret_cast<const char*>(words);
-      for (uint32_t i = HasF16cAvx2() ? DecodeHalves8(halves, n, v) : 0; i < n;
-           ++i) {
+    case RowFormat::kFp16:
+      for (uint32_t i = 0; i < n; ++i) {
         uint16_t h;
-        std::memcpy(&h, halves + 2 * i, 2);
+        std::memcpy(&h, reinterpret_cast<const char*>(words) + 2 * i, 2);
         v[i] = HalfToFloat(h);
       }
       return;
-    }
     case RowFormat::kInt8: {
       const float scale = words[0];
       const unsigned char* q =
           reinterpret_cast<const unsigned char*>(words + 1);
-      for (uint32_t i = HasF16cAvx2() ? DecodeInt8s8(q, scale, n, v) : 0; i < n;
-           ++i) {
+      for (uint32_t i = 0; i < n; ++i) {
         int8_t c;
         std::memcpy(&c, q + i, 1);
         v[i] = c * scale;

@@ -8,7 +8,6 @@
 #include <random>
 #include <vector>
 
-#include "absl/base/casts.h"
 #include "gtest/gtest.h"
 
 namespace sampan {
@@ -133,38 +132,6 @@ TEST(EmbeddingTest, Fp16EncodingMatchesTheGeneralConversion) {
     }
   }
   EXPECT_NEAR(sum / (n / 64 * 64), x, 0.02 * 0x1.0p-9);
-}
-
-// The vector decoders (F16C, AVX2) give the scalar conversions' bits for
-// every half, and every row length (tails included).
-TEST(EmbeddingTest, DecodeMatchesTheScalarConversionBitForBit) {
-  std::vector<uint16_t> all(65536);
-  for (uint32_t h = 0; h < 65536; ++h) all[h] = uint16_t(h);
-  std::vector<float> v(65536);
-  DecodeEmbedding(RowFormat::kFp16, reinterpret_cast<const float*>(all.data()),
-                  65536, v.data());
-  for (uint32_t h = 0; h < 65536; ++h) {
-    ASSERT_EQ(absl::bit_cast<uint32_t>(v[h]),
-              absl::bit_cast<uint32_t>(HalfToFloat(uint16_t(h))))
-        << "half 0x" << std::hex << h;
-  }
-  for (uint32_t n : {1u, 7u, 8u, 13u, 16u, 17u, 64u}) {
-    std::vector<float> words(EmbeddingWords(RowFormat::kInt8, n));
-    words[0] = 0.0123f;
-    unsigned char* q = reinterpret_cast<unsigned char*>(words.data() + 1);
-    for (uint32_t i = 0; i < n; ++i) q[i] = uint8_t(i * 37 + 129);
-    std::vector<float> out(n);
-    DecodeEmbedding(RowFormat::kInt8, words.data(), n, out.data());
-    for (uint32_t i = 0; i < n; ++i) {
-      EXPECT_EQ(out[i], float(int8_t(q[i])) * 0.0123f) << n << " " << i;
-    }
-    std::vector<float> halves(EmbeddingWords(RowFormat::kFp16, n));
-    std::memcpy(halves.data(), all.data() + 15000, n * 2);
-    DecodeEmbedding(RowFormat::kFp16, halves.data(), n, out.data());
-    for (uint32_t i = 0; i < n; ++i) {
-      EXPECT_EQ(out[i], HalfToFloat(uint16_t(15000 + i))) << n << " " << i;
-    }
-  }
 }
 
 TEST(EmbeddingTest, Int8KeepsTheLargestExactAndTheRestWithinAStep) {
