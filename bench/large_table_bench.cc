@@ -132,14 +132,13 @@ int Main(int argc, char** argv) {
   o.embedding_dim = *flags->GetInt("dim", 16);
   o.rule = OptimizerRule::kAdagrad;
   o.num_shards = 64;
-  const std::string format = flags->Get("row_format", "fp32");
-  if (format != "fp32" && format != "fp16" && format != "int8") {
+  const std::optional<RowFormat> format =
+      ParseRowFormat(flags->Get("row_format", "fp32"));
+  if (!format.has_value()) {
     std::fprintf(stderr, "--row_format=fp32|fp16|int8\n");
     return 2;
   }
-  o.row_format = format == "int8"   ? RowFormat::kInt8
-                 : format == "fp16" ? RowFormat::kFp16
-                                    : RowFormat::kFp32;
+  o.row_format = *format;
   if (which == "rocksdb") {
     o.backend = Backend::kRocksDb;
     o.data_dir = flags->Get("dir", "/tmp/large_table_bench");
@@ -172,8 +171,9 @@ int Main(int argc, char** argv) {
       "disk_bytes_per_row=%.1f keys_per_s=%.0f cold_share=%.3f steps=%llu "
       "budget_mb=%llu table_peak_rss_mb=%.0f peak_rss_mb=%.0f "
       "rss_within_budget=%d\n",
-      which.c_str(), phase.c_str(), format.c_str(), (unsigned long long)rows,
-      o.embedding_dim, double(rows) * (o.embedding_dim + 1), build_rate,
+      which.c_str(), phase.c_str(), flags->Get("row_format", "fp32").c_str(),
+      (unsigned long long)rows, o.embedding_dim,
+      double(rows) * (o.embedding_dim + 1), build_rate,
       double(built.memory_bytes) / std::max<uint64_t>(1, built.hot_rows),
       built.disk_bytes ? double(built.disk_bytes) / rows : 0.0,
       trained.keys_per_s, trained.cold_share, (unsigned long long)trained.steps,

@@ -173,10 +173,13 @@ int Main(int argc, char** argv) {
                  : rule == "ftrl" ? OptimizerRule::kFtrl
                  : rule == "sgd"  ? OptimizerRule::kSgd
                                   : OptimizerRule::kAdagrad;
-  const std::string format = f.Get("row_format", "fp32");
-  o.table.row_format = format == "int8"   ? RowFormat::kInt8
-                       : format == "fp16" ? RowFormat::kFp16
-                                          : RowFormat::kFp32;
+  const std::optional<RowFormat> format =
+      ParseRowFormat(f.Get("row_format", "fp32"));
+  if (!format.has_value()) {
+    std::fprintf(stderr, "--row_format=fp32|fp16|int8\n");
+    std::exit(2);
+  }
+  o.table.row_format = *format;
   o.table.rounding = f.Get("rounding", "stochastic") == "nearest"
                          ? Rounding::kNearest
                          : Rounding::kStochastic;

@@ -89,10 +89,13 @@ int Run(const Flags& flags) {
     TableOptions t;
     t.num_shards = shards;
     t.embedding_dim = dim - 1;  // pull_dim = 1 + embedding_dim
-    const std::string format = flags.Get("row_format", "FP32");
-    t.row_format = format == "INT8"   ? RowFormat::kInt8
-                   : format == "FP16" ? RowFormat::kFp16
-                                      : RowFormat::kFp32;
+    const std::optional<RowFormat> format =
+        ParseRowFormat(flags.Get("row_format", "FP32"));
+    if (!format.has_value()) {
+      std::fprintf(stderr, "--row_format=FP32|FP16|INT8\n");
+      return 2;
+    }
+    t.row_format = *format;
     if (flags.Has("data_dir")) {  // the same RocksDB setup a pserver has
       t.backend = Backend::kRocksDb;
       t.data_dir = flags.Get("data_dir");

@@ -388,14 +388,12 @@ int PlanMain(int argc, char** argv) {
   in.rows = flags->Has("parameters") ? number("parameters", 0) / (in.dim + 1)
                                      : number("rows", 0);
   const std::string format = flags->Get("row_format", "FP32");
-  if (format == "FP16") {
-    in.row_format = RowFormat::kFp16;
-  } else if (format == "INT8") {
-    in.row_format = RowFormat::kInt8;
-  } else if (format != "FP32") {
+  const std::optional<RowFormat> parsed = ParseRowFormat(format);
+  if (!parsed.has_value()) {
     return fail(absl::InvalidArgumentError(
         absl::StrCat("--row_format=", format, ": FP32, FP16 or INT8")));
   }
+  in.row_format = *parsed;
   const std::string model = flags->Get("model", "FM");
   if (model == "DEEPFM") {
     in.model = PlanInput::kDeepFm;

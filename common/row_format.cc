@@ -1,6 +1,7 @@
 #include "common/row_format.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -60,6 +61,19 @@ const char* RowFormatName(RowFormat format) {
       return "INT8";
   }
   return "?";
+}
+
+std::optional<RowFormat> ParseRowFormat(std::string_view name) {
+  for (RowFormat f : {RowFormat::kFp32, RowFormat::kFp16, RowFormat::kInt8}) {
+    const std::string_view want = RowFormatName(f);
+    if (name.size() == want.size() &&
+        std::equal(name.begin(), name.end(), want.begin(), [](char a, char b) {
+          return std::toupper(static_cast<unsigned char>(a)) == b;
+        })) {
+      return f;
+    }
+  }
+  return std::nullopt;
 }
 
 uint32_t EmbeddingWords(RowFormat format, uint32_t n) {

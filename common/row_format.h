@@ -23,6 +23,8 @@
 #define SAMPAN_COMMON_ROW_FORMAT_H_
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace sampan {
 
@@ -34,6 +36,9 @@ enum class Rounding { kStochastic, kNearest };
 
 // "FP32", "FP16" or "INT8".
 const char* RowFormatName(RowFormat format);
+// The format a name spells, in any case ("int8", "INT8"); nullopt for
+// anything else. The one parser of the tools' --row_format flags.
+std::optional<RowFormat> ParseRowFormat(std::string_view name);
 
 // Words the embedding of n weights takes: FP32 n, FP16 ceil(n / 2), INT8
 // 1 + ceil(n / 4).

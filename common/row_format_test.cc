@@ -71,6 +71,15 @@ TEST(HalfTest, StochasticPicksANeighbourAndIsUnbiased) {
   EXPECT_EQ(FloatToHalf(-x, Rounding::kStochastic, 0.5f), 0xbc00);
 }
 
+TEST(RowFormatTest, ParsesNamesInAnyCase) {
+  EXPECT_EQ(ParseRowFormat("INT8"), RowFormat::kInt8);
+  EXPECT_EQ(ParseRowFormat("fp16"), RowFormat::kFp16);
+  EXPECT_EQ(ParseRowFormat("Fp32"), RowFormat::kFp32);
+  EXPECT_EQ(ParseRowFormat("int4"), std::nullopt);
+  EXPECT_EQ(ParseRowFormat(""), std::nullopt);
+  EXPECT_EQ(ParseRowFormat("INT88"), std::nullopt);
+}
+
 TEST(EmbeddingTest, WordsPerFormat) {
   EXPECT_EQ(EmbeddingWords(RowFormat::kFp32, 16), 16u);
   EXPECT_EQ(EmbeddingWords(RowFormat::kFp16, 16), 8u);
