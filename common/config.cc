@@ -776,8 +776,19 @@ absl::Status ValidateWord2Vec(const JobConfig& config) {
       not_with("serving.enabled", config.serving().enabled(),
                "serving answers CTR predictions; word vectors are written "
                "to <output_dir>/vectors.vec"),
+      !(o.init_range() > 0)
+          ? Invalid("table.optimizer.init_range",
+                    "must be > 0 for WORD2VEC: vectors that start at 0 "
+                    "never move")
+          : absl::OkStatus(),
+      not_with("table.accessor.embedx_threshold",
+               config.table().accessor().embedx_threshold() > 0,
+               "every word's vectors exist from its first step"),
+      not_with("table.optimizer.min_weight",
+               o.min_weight() != 0 || o.max_weight() != 0,
+               "clamping would change the pushed steps"),
       not_with("table.admission.min_pushes",
-               config.table().admission().min_pushes() > 0 ||
+               config.table().admission().min_pushes() > 1 ||
                    config.table().admission().probability() < 1,
                "every vocabulary word has its rows"),
   });

@@ -251,6 +251,15 @@ TEST(ConfigTest, Word2VecRules) {
   EXPECT_EQ(ParseError(base + sgd +
                        "model: {type: WORD2VEC, word2vec: {subsample: 1}}\n"),
             "job.yaml: model.word2vec.subsample: must be in [0, 1), got 1");
+  EXPECT_EQ(ParseError(base + "table: {optimizer: {type: SGD, init_range: 0}}\n"
+                              "model: {type: WORD2VEC}\n"),
+            "job.yaml: table.optimizer.init_range: must be > 0 for WORD2VEC: "
+            "vectors that start at 0 never move");
+  EXPECT_EQ(
+      ParseError(base + "table: {optimizer: {type: SGD}, accessor: "
+                        "{embedx_threshold: 2}}\nmodel: {type: WORD2VEC}\n"),
+      "job.yaml: table.accessor.embedx_threshold: not with WORD2VEC: "
+      "every word's vectors exist from its first step");
   EXPECT_EQ(ParseError(base + sgd + "model: {type: WORD2VEC, mode: HYBRID}\n"),
             "job.yaml: model.mode: HYBRID needs dense weights; WORD2VEC trains "
             "ASYNC (leave mode unset)");

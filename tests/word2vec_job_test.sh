@@ -142,7 +142,7 @@ out=$("$SAMPAN" run "$TMP/bad.yaml" 2>&1)
 rc=$?
 [ $rc -eq 0 ] || fail "bad-lines job exited $rc: $(tail -5 <<< "$out")"
 logs=$(cat "$TMP"/bad/logs/*.log 2> /dev/null; echo "$out")
-grep -q "bad.txt:302: text: not valid UTF-8 at byte 11" <<< "$logs" ||
+grep -q "bad.txt:302: text: not valid UTF-8 (or a NUL) at byte 11" <<< "$logs" ||
   fail "the invalid UTF-8 line is not named"
 grep -q "bad.txt:303: text: 100001 tokens on one line" <<< "$logs" ||
   fail "the overlong line is not named"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -247,6 +248,13 @@ absl::Status InputQueue::CheckFiles(const JobConfig& config) {
             absl::StrCat("data.train_files: ", reader.status().message()));
       }
     }
+  }
+  // Read after training (WORD2VEC): missing, it would fail the finished job.
+  const std::string& pairs = config.model().word2vec().similarity_file();
+  if (config.model().type() == WORD2VEC && !pairs.empty() &&
+      !std::ifstream(pairs)) {
+    return absl::NotFoundError(
+        absl::StrCat("model.word2vec.similarity_file: cannot open ", pairs));
   }
   return absl::OkStatus();
 }

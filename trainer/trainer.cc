@@ -472,7 +472,9 @@ class Trainer : public StepObserver {
   // resumed one continues the step-size decay from its checkpointed lines.
   absl::Status SetUpWords() {
     if (!IsWordJob(config_)) return absl::OkStatus();
-    absl::StatusOr<std::unique_ptr<Vocabulary>> vocab = CountJobWords(config_);
+    std::vector<uint64_t> rank_lines;
+    absl::StatusOr<std::unique_ptr<Vocabulary>> vocab =
+        CountJobWords(config_, &rank_lines);
     if (!vocab.ok()) return vocab.status();
     vocab_ = std::move(*vocab);
     uint64_t done = 0;
@@ -481,7 +483,11 @@ class Trainer : public StepObserver {
       done = examples_;
     }
     words_ = std::make_unique<WordModel>(
-        vocab_.get(), WordOptionsFromJob(config_, *vocab_, rank_, done));
+        vocab_.get(),
+        WordOptionsFromJob(config_, rank_, rank_lines[rank_], done));
+    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << rank_lines[rank_]
+                     << " lines a pass in its part; " << done
+                     << " trained before";
     return absl::OkStatus();
   }
 

@@ -28,16 +28,28 @@ constexpr int kNamedBadLines = 5;
 
 struct CountStats {
   uint64_t lines = 0, bad = 0;
+  // Good lines per trainer rank as `sampan run` splits the files (a line
+  // belongs to the byte range it starts in, or to its file's rank).
+  std::vector<uint64_t> rank_lines;
 };
 
 // Counts one training file into `vocab` (streaming it) and, when `keep` is
 // set, appends its good lines to it.
-absl::Status CountFile(const std::string& path, Vocabulary* vocab,
-                       Dataset* keep, CountStats* stats) {
-  uint64_t n = 0;
+absl::Status CountFile(const JobConfig& config, int file_index,
+                       Vocabulary* vocab, Dataset* keep, CountStats* stats) {
+  const std::string& path = config.data().train_files(file_index);
+  const uint64_t ranks = stats->rank_lines.size();
+  const bool by_file = config.data().split() == DataConfig::BY_FILE;
+  std::error_code ec;
+  // Byte ranges of a gzip file are refused unless one rank reads it.
+  const uint64_t size =
+      std::max<uint64_t>(1, by_file ? 1 : std::filesystem::file_size(path, ec));
+  uint64_t n = 0, offset = 0;
   return ForEachFileLine(path, [&](std::string_view line) {
     ++n;
     ++stats->lines;
+    const uint64_t start = offset;
+    offset += line.size() + 1;
     const absl::Status s = ForEachTextToken(
         line, [vocab](std::string_view word) { vocab->Count(word); });
     if (!s.ok()) {
@@ -48,18 +60,23 @@ absl::Status CountFile(const std::string& path, Vocabulary* vocab,
       return;
     }
     vocab->CountLine();
+    ++stats->rank_lines[by_file ? uint64_t(file_index) % ranks
+                                : std::min(ranks - 1, start * ranks / size)];
     if (keep != nullptr) keep->AddLine(line);
   });
 }
 
 absl::Status CountFiles(const JobConfig& config, Vocabulary* vocab,
-                        Dataset* keep) {
+                        Dataset* keep, std::vector<uint64_t>* rank_lines) {
   CountStats stats;
-  for (const std::string& path : config.data().train_files()) {
-    if (absl::Status s = CountFile(path, vocab, keep, &stats); !s.ok()) {
+  stats.rank_lines.assign(
+      std::max<uint32_t>(1, config.cluster().num_trainers()), 0);
+  for (int i = 0; i < config.data().train_files_size(); ++i) {
+    if (absl::Status s = CountFile(config, i, vocab, keep, &stats); !s.ok()) {
       return s;
     }
   }
+  *rank_lines = stats.rank_lines;
   const double max_bad = config.data().max_bad_fraction();
   if (stats.bad > max_bad * stats.lines) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -161,17 +178,17 @@ bool IsWordJob(const JobConfig& config) {
 }
 
 absl::StatusOr<std::unique_ptr<Vocabulary>> CountJobWords(
-    const JobConfig& config) {
+    const JobConfig& config, std::vector<uint64_t>* rank_lines) {
   auto vocab = std::make_unique<Vocabulary>();
-  if (absl::Status s = CountFiles(config, vocab.get(), nullptr); !s.ok()) {
+  if (absl::Status s = CountFiles(config, vocab.get(), nullptr, rank_lines);
+      !s.ok()) {
     return s;
   }
   return vocab;
 }
 
-WordModelOptions WordOptionsFromJob(const JobConfig& config,
-                                    const Vocabulary& vocab, int rank,
-                                    uint64_t start_lines) {
+WordModelOptions WordOptionsFromJob(const JobConfig& config, int rank,
+                                    uint64_t rank_lines, uint64_t start_lines) {
   const Word2VecConfig& w = config.model().word2vec();
   WordModelOptions o;
   o.dim = int(config.model().embedding_dim());
@@ -179,9 +196,7 @@ WordModelOptions WordOptionsFromJob(const JobConfig& config,
   o.negatives = int(w.negatives());
   o.cbow = w.cbow();
   o.learning_rate = config.table().optimizer().learning_rate();
-  const uint64_t trainers =
-      std::max<uint64_t>(1, config.cluster().num_trainers());
-  o.planned_lines = vocab.lines() * config.data().epochs() / trainers;
+  o.planned_lines = rank_lines * config.data().epochs();
   o.start_lines = start_lines;
   // Each rank's threads draw their own streams.
   o.seed = w.seed() * 1000003 + uint64_t(rank);
@@ -288,9 +303,20 @@ absl::Status TrainWordsLocal(const JobConfig& config) {
   Vocabulary vocab;
   Dataset data;
   data.parse = ParseOptionsFromJob(config);
-  if (absl::Status s = CountFiles(config, &vocab, &data); !s.ok()) return s;
-  WordModelOptions options = WordOptionsFromJob(config, vocab, 0, 0);
-  options.planned_lines = data.size() * config.data().epochs();
+  std::vector<uint64_t> rank_lines;
+  if (absl::Status s = CountFiles(config, &vocab, &data, &rank_lines);
+      !s.ok()) {
+    return s;
+  }
+  // Batches are 32-bit offsets into one in-memory corpus.
+  if (data.signs.size() > UINT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.train_files: ", data.signs.size(),
+        " tokens; train-local holds at most 2^32 in memory (use `sampan "
+        "run`, which streams them)"));
+  }
+  const WordModelOptions options =
+      WordOptionsFromJob(config, 0, data.size(), 0);
   const WordModel model(&vocab, options);
   TableOptions table = TableOptionsFromJob(config, 0);
   table.embedding_dim = uint32_t(options.dim);

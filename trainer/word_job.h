@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -25,17 +26,18 @@ namespace sampan {
 
 bool IsWordJob(const JobConfig& config);
 
-// Counts data.train_files (plain or gzip; lines the TEXT parser refuses
-// are skipped as training skips them) and keeps model.word2vec.min_count.
+// Counts data.train_files (plain or gzip, streamed; lines the TEXT parser
+// refuses are skipped as training skips them) and keeps
+// model.word2vec.min_count. `rank_lines` gets the good lines each trainer
+// rank reads under data.split (cluster.num_trainers entries).
 absl::StatusOr<std::unique_ptr<Vocabulary>> CountJobWords(
-    const JobConfig& config);
+    const JobConfig& config, std::vector<uint64_t>* rank_lines);
 
-// The model rank `rank` of `config` trains: planned lines are data.epochs x
-// this trainer's share of the counted lines; `start_lines` those a resumed
+// The model rank `rank` of `config` trains: the step size decays over
+// data.epochs x `rank_lines` lines; `start_lines` are those a resumed
 // trainer already trained.
-WordModelOptions WordOptionsFromJob(const JobConfig& config,
-                                    const Vocabulary& vocab, int rank,
-                                    uint64_t start_lines);
+WordModelOptions WordOptionsFromJob(const JobConfig& config, int rank,
+                                    uint64_t rank_lines, uint64_t start_lines);
 
 // <output_dir>/vectors.vec
 std::string WordVectorsPath(const JobConfig& config);

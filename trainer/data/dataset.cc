@@ -99,25 +99,37 @@ absl::Status ForEachFileLine(const std::string& path,
   }
   gzbuffer(file, 1 << 20);
   constexpr size_t kChunk = 1 << 20;
+  constexpr size_t kMaxLine = size_t{64} << 20;
   std::string buf;
   size_t begin = 0;  // of the first unfinished line in buf
+  uint64_t lines = 0;
   while (true) {
     buf.erase(0, begin);
     begin = 0;
-    const size_t old = buf.size();
+    const size_t old = buf.size();  // scanned: the unfinished line so far
+    if (old > kMaxLine) {
+      gzclose(file);
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", lines + 1, ": a line longer than ",
+                       kMaxLine >> 20, " MiB (is the file text?)"));
+    }
     buf.resize(old + kChunk);
     const int n = gzread(file, buf.data() + old, kChunk);
-    if (n < 0) {
-      int err = 0;
-      const std::string msg = gzerror(file, &err);
+    int err = Z_OK;
+    const char* msg = gzerror(file, &err);
+    // A truncated gzip stream reads as a short file unless asked.
+    if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
+      const std::string why = msg;
       gzclose(file);
-      return absl::DataLossError(absl::StrCat(path, ": ", msg));
+      return absl::DataLossError(absl::StrCat(path, ": ", why));
     }
     buf.resize(old + n);
     if (n == 0) break;
-    for (size_t nl; (nl = buf.find('\n', begin)) != std::string::npos;
-         begin = nl + 1) {
+    for (size_t nl, from = old;
+         (nl = buf.find('\n', from)) != std::string::npos;
+         begin = from = nl + 1) {
       fn(std::string_view(buf).substr(begin, nl - begin));
+      ++lines;
     }
   }
   gzclose(file);

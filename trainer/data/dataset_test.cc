@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,15 @@ TEST(ForEachFileLineTest, StreamsEveryLine) {
   EXPECT_EQ(
       ForEachFileLine(TempPath("missing"), [](std::string_view) {}).code(),
       absl::StatusCode::kNotFound);
+  // A gzip file cut short is an error, not a shorter file.
+  std::string gz;
+  {
+    std::ifstream in(TempPath("lines.txt.gz"), std::ios::binary);
+    gz.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string cut = WritePlain("cut.gz", gz.substr(0, gz.size() / 2));
+  EXPECT_EQ(ForEachFileLine(cut, [](std::string_view) {}).code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(DatasetTest, PartsAndFractionsSplitLinesExactlyOnce) {

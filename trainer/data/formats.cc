@@ -255,6 +255,7 @@ size_t Utf8Error(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const unsigned char c = s[i];
+    if (c == 0) return i;  // a NUL is no text (and ends C strings)
     if (c < 0x80) {
       ++i;
       continue;
@@ -297,7 +298,7 @@ absl::Status ForEachTextToken(std::string_view line,
   const size_t bad = Utf8Error(line);
   if (bad != line.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("text: not valid UTF-8 at byte ", bad + 1, " (",
+        absl::StrCat("text: not valid UTF-8 (or a NUL) at byte ", bad + 1, " (",
                      Quote(line.substr(bad, 8)), ")"));
   }
   size_t tokens = 0;

@@ -330,10 +330,11 @@ TEST(TextFormatTest, RefusesInvalidUtf8AndOverlongLines) {
   for (const std::string bad :
        {std::string("ok \xff no"), std::string("cut \xc3"),
         std::string("overlong \xc0\xaf"), std::string("surrogate \xed\xa0\x80"),
-        std::string("big \xf4\x90\x80\x80")}) {
+        std::string("big \xf4\x90\x80\x80"), std::string("nul \0 x", 7)}) {
     const absl::Status s = ParseText(bad, &signs);
     EXPECT_FALSE(s.ok()) << bad;
-    EXPECT_NE(s.message().find("not valid UTF-8 at byte"), std::string::npos)
+    EXPECT_NE(s.message().find("not valid UTF-8 (or a NUL) at byte"),
+              std::string::npos)
         << s;
     EXPECT_EQ(signs.size(), 1u) << "unchanged on error";
   }

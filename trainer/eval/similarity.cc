@@ -57,9 +57,12 @@ absl::StatusOr<WordVectors> ReadWordVectors(const std::string& path) {
   }
   const std::vector<absl::string_view> head = Fields(line);
   if (head.size() != 2 || !absl::SimpleAtoi(head[0], &count) ||
-      !absl::SimpleAtoi(head[1], &out.dim) || out.dim < 1) {
+      !absl::SimpleAtoi(head[1], &out.dim) || out.dim < 1 ||
+      out.dim > (1 << 16)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ":1: expected \"count dim\" (the word2vec text format)"));
+        path,
+        ":1: expected \"count dim\" (the word2vec text format; dim "
+        "at most 65536)"));
   }
   for (uint64_t n = 2; std::getline(in, line); ++n) {
     const std::vector<absl::string_view> f = Fields(line);

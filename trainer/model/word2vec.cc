@@ -40,7 +40,7 @@ class Tables {
     }
   }
   float Sigmoid(float x) const {
-    if (x <= -kMaxLogit) return 0;
+    if (!(x > -kMaxLogit)) return 0;  // NaN too
     if (x >= kMaxLogit) return 1;
     return sigmoid_[int((x + kMaxLogit) * (kSigmoidSize / (2 * kMaxLogit)))];
   }
