@@ -129,7 +129,11 @@ class CheckpointerImpl final : public Checkpointer {
     absl::MutexLock lock(&mu_);
     if (req.position().finished()) {
       finished_[rank] = req.position();
-      if (round_ != nullptr) MaybeTake(round_);
+      // A copy: MaybeTake may end the round, which resets round_, and
+      // unlocks mu_ while it snapshots.
+      if (const std::shared_ptr<Round> round = round_; round != nullptr) {
+        MaybeTake(round);
+      }
       return Status::OK;
     }
     if (req.epoch() != 0 &&
@@ -402,9 +406,10 @@ class CheckpointerImpl final : public Checkpointer {
 
   void End(const std::shared_ptr<Round>& round)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (round_ == round) round_ = nullptr;
+    const std::shared_ptr<Round> ended = round;  // `round` may be round_
+    if (round_ == ended) round_ = nullptr;
     last_end_ = absl::Now();
-    round->ended_cv.SignalAll();
+    ended->ended_cv.SignalAll();
   }
 
   const JobConfig config_;
