@@ -74,8 +74,7 @@ absl::Status AnotherModel(const JobConfig& config,
 
 // Whether the job has dense weights that a checkpoint carries.
 bool HasDenseWeights(const JobConfig& job) {
-  return HasDenseTable(job) ||
-         IsDeepModel(job.model().type());
+  return HasDenseTable(job) || IsDeepModel(job.model().type());
 }
 
 // Beyond the model's shape, what a checkpoint's pserver snapshots and dense

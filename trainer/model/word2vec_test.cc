@@ -104,9 +104,9 @@ double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 // with float `col` of row `row` moved by `delta`. An input row's move moves
 // the mean h by all of `delta`: CBOW gives each context word the whole
 // gradient of the mean, as word2vec and fastText do.
-double PlannedLoss(const WordModel::Workspace& ws, const std::vector<float>& rows,
-                   int dim, int negatives, uint32_t row = ~0u, int col = 0,
-                   double delta = 0) {
+double PlannedLoss(const WordModel::Workspace& ws,
+                   const std::vector<float>& rows, int dim, int negatives,
+                   uint32_t row = ~0u, int col = 0, double delta = 0) {
   const int rd = dim + 1;
   const auto at = [&](uint32_t r, int j) {
     return rows[r * rd + 1 + j] + (r == row && j == col ? delta : 0);
