@@ -103,8 +103,9 @@ fi
 # 2. The first 20,000 lines of Brown against WordSim353.
 data="${SAMPAN_DATA_DIR:-}/text"
 if [ -z "${SAMPAN_DATA_DIR:-}" ] || [ ! -f "$data/brown.txt" ]; then
+  # tests/skipped.sh lists this reason; in CI (SAMPAN_STRICT_SKIPS=1) it
+  # fails the run.
   echo "SKIP: SAMPAN_DATA_DIR/text/brown.txt not found: no real data"
-  [ -n "${SAMPAN_STRICT_SKIPS:-}" ] && fail "skipped the Brown slice"
 else
   head -20000 "$data/brown.txt" > "$TMP/brown.txt"
   cp "$data/wordsim353.tsv" "$TMP/pairs-brown.tsv"
