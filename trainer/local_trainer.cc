@@ -4,7 +4,6 @@
 #include <atomic>
 #include <memory>
 #include <numeric>
-#include <random>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
@@ -12,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "trainer/dataset_source.h"
 #include "trainer/dense_sync.h"
 #include "trainer/dense_weights.h"
 #include "trainer/model/fm.h"
@@ -22,35 +22,6 @@
 namespace sampan {
 namespace {
 
-// The epochs' example order, a batch at a time; Stop() ends it early.
-class DatasetSource : public BatchSource {
- public:
-  DatasetSource(const Dataset& data, const LocalTrainOptions& options)
-      : data_(data), batch_size_(options.batch_size) {
-    std::mt19937_64 rng(options.seed);
-    std::vector<uint32_t> epoch(data.size());
-    std::iota(epoch.begin(), epoch.end(), 0);
-    for (int e = 0; e < options.epochs; ++e) {
-      if (options.shuffle) std::shuffle(epoch.begin(), epoch.end(), rng);
-      order_.insert(order_.end(), epoch.begin(), epoch.end());
-    }
-  }
-  bool Next(Batch* batch, absl::Status*) override {
-    const size_t begin = next_.fetch_add(batch_size_);
-    if (begin >= order_.size()) return false;
-    const size_t n = std::min(batch_size_, order_.size() - begin);
-    data_.Gather(order_.data() + begin, n, batch);
-    return true;
-  }
-  void Stop() { next_.store(order_.size()); }
-
- private:
-  const Dataset& data_;
-  const size_t batch_size_;
-  std::vector<uint32_t> order_;  // every epoch's order, concatenated
-  std::atomic<size_t> next_{0};  // first unclaimed position in order_
-};
-
 class LocalTrainer : public StepObserver {
  public:
   LocalTrainer(const Dataset& train, const Dataset* test,
@@ -59,7 +30,8 @@ class LocalTrainer : public StepObserver {
         test_(test),
         options_(options),
         model_(options.model),
-        source_(train, options) {
+        source_(train, options.batch_size, options.epochs, options.shuffle,
+                options.seed) {
     TableOptions table = options.table;
     table.embedding_dim = model_.row_dim() - 1;
     table_ = NewMemoryTable(table);

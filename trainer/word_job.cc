@@ -6,8 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <numeric>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -17,6 +15,7 @@
 #include "trainer/data/dataset.h"
 #include "trainer/data/formats.h"
 #include "trainer/data_options.h"
+#include "trainer/dataset_source.h"
 #include "trainer/eval/similarity.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
@@ -97,47 +96,6 @@ absl::Status CountFiles(const JobConfig& config, Vocabulary* vocab,
   }
   return absl::OkStatus();
 }
-
-// Every line of `data`, data.epochs times, a block at a time: in file order,
-// or with `shuffle` in a new random order every epoch.
-class LineSource : public BatchSource {
- public:
-  LineSource(const Dataset& data, int epochs, size_t block, bool shuffle,
-             uint64_t seed)
-      : data_(data), block_(block), total_(data.size() * size_t(epochs)) {
-    if (!shuffle) return;
-    std::mt19937_64 rng(seed);
-    std::vector<uint32_t> epoch(data.size());
-    std::iota(epoch.begin(), epoch.end(), 0);
-    for (int e = 0; e < epochs; ++e) {
-      std::shuffle(epoch.begin(), epoch.end(), rng);
-      order_.insert(order_.end(), epoch.begin(), epoch.end());
-    }
-  }
-  bool Next(Batch* batch, absl::Status*) override {
-    const size_t begin = next_.fetch_add(block_);
-    if (begin >= total_) return false;
-    const size_t n = std::min(block_, total_ - begin);
-    batch->Clear();
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t line = order_.empty()
-                                ? uint32_t((begin + i) % data_.size())
-                                : order_[begin + i];
-      batch->labels.push_back(0);
-      batch->signs.insert(batch->signs.end(),
-                          data_.signs.begin() + data_.offsets[line],
-                          data_.signs.begin() + data_.offsets[line + 1]);
-      batch->offsets.push_back(uint32_t(batch->signs.size()));
-    }
-    return true;
-  }
-
- private:
-  const Dataset& data_;
-  const size_t block_, total_;
-  std::vector<uint32_t> order_;  // every epoch's order; empty: file order
-  std::atomic<size_t> next_{0};
-};
 
 // Counts tokens and loss; logs progress every tenth of the planned lines.
 class WordProgress : public StepObserver {
@@ -323,9 +281,9 @@ absl::Status TrainWordsLocal(const JobConfig& config) {
   std::unique_ptr<SparseTable> rows_table = NewMemoryTable(table);
   std::unique_ptr<SparseStore> rows = TableRows(rows_table.get());
   std::unique_ptr<DenseWeights> dense = NoDenseWeights();
-  LineSource source(data, int(config.data().epochs()),
-                    config.data().batch_size(), config.data().shuffle(),
-                    config.model().word2vec().seed());
+  DatasetSource source(data, config.data().batch_size(),
+                       int(config.data().epochs()), config.data().shuffle(),
+                       config.model().word2vec().seed());
   WordProgress progress(options.planned_lines);
   StepLoopOptions loop;
   loop.words = &model;
