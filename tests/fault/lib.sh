@@ -120,6 +120,17 @@ start_counter() {  # job dir [table id]
     --deadline_ms=2000 --retry_ms=60000 --out="$1/counter$sfx.acked" \
     > "$1/counter$sfx.out" 2>&1 &
   eval "counter_pid_$t=$!"
+  # The fault comes after the counter's first acknowledged round, not while
+  # it is still starting: on a loaded machine a short job could otherwise
+  # end (or lose its coordinator) before the counter found its pservers.
+  local pid=$! acked=0
+  for _ in $(seq 1 300); do
+    read -r _ acked _ < "$1/counter$sfx.acked" 2>/dev/null || acked=0
+    [ "${acked:-0}" -ge 1 ] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  log "counter$sfx: no acknowledged round yet ($(tail -1 "$1/counter$sfx.out" 2>/dev/null))"
 }
 
 # Waits for the counter workload of the table (killing it if the job is
