@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "trainer/model_version.h"
 #include "trainer/trainer.h"
@@ -55,6 +57,16 @@ void PrintJobSummary(const JobConfig& config, const JobSummary& s,
     out << "test AUC " << result["test_auc"] << "  logloss "
         << result["test_logloss"] << "  COPC " << result["test_copc"] << "  on "
         << result["test_rows"] << " held-out rows\n";
+  }
+  if (result.count("validation_auc") > 0) {
+    out << "validation AUC by epoch: "
+        << absl::StrJoin(absl::StrSplit(result["validation_auc"], ','), " ")
+        << (result["stopped_early"] == "1"
+                ? absl::StrCat("; stopped early after epoch ",
+                               result["epochs_trained"], " of ",
+                               config.data().epochs())
+                : "")
+        << "\n";
   }
   if (result.count("vectors") > 0) {
     out << "word vectors: " << result["vectors"] << " (" << result["vocabulary"]

@@ -838,6 +838,12 @@ absl::Status ValidateStreamForRun(const JobConfig& config) {
           ? Invalid("data.shuffle_buffer_rows",
                     "not with data.stream yet (passes are read in order)")
           : absl::OkStatus(),
+      d.validation_fraction() > 0
+          ? Invalid("data.validation_fraction",
+                    "a stream is scored pass by pass before training "
+                    "(data.stream.progressive_fraction); every pass is "
+                    "trained once, so there is no epoch to stop after")
+          : absl::OkStatus(),
       c.every_steps() > 0 || c.every_seconds() > 0
           ? Invalid(c.every_steps() > 0 ? "checkpoint.every_steps"
                                         : "checkpoint.every_seconds",
@@ -848,12 +854,6 @@ absl::Status ValidateStreamForRun(const JobConfig& config) {
 }
 
 absl::Status ValidateForRun(const JobConfig& config) {
-  if (config.data().validation_fraction() > 0) {
-    return Invalid("data.validation_fraction",
-                   "early stopping on a validation slice is `sampan "
-                   "train-local` only for now; `sampan run` trains every "
-                   "epoch (set it to 0)");
-  }
   return ValidateStreamForRun(config);
 }
 

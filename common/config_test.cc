@@ -513,15 +513,13 @@ TEST(ConfigTest, KubernetesQuantitiesAreChecked) {
           .ok());
 }
 
-TEST(ConfigTest, RunRefusesWhatOnlyTrainLocalDoes) {
+// Early stopping on a validation slice: both train-local and `sampan run`.
+TEST(ConfigTest, RunTakesAValidationSlice) {
   JobConfig config = DefaultJobConfig();
-  EXPECT_TRUE(ValidateForRun(config).ok());
   config.mutable_data()->set_validation_fraction(0.1);
-  ASSERT_TRUE(ValidateJobConfig(config).ok());  // train-local takes it
-  const absl::Status s = ValidateForRun(config);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()),
-              StartsWith("data.validation_fraction: "));
+  EXPECT_TRUE(ValidateJobConfig(config).ok());
+  EXPECT_TRUE(ValidateForRun(config).ok());
+  EXPECT_TRUE(ValidateForTrainLocal(config).ok());
 }
 
 // A stream replaces train_files; its names must spell the pattern; what a
@@ -573,6 +571,10 @@ TEST(ConfigTest, StreamRules) {
   epochs.mutable_data()->set_epochs(2);
   EXPECT_THAT(std::string(ValidateForRun(epochs).message()),
               StartsWith("data.epochs: "));
+  JobConfig slice = *config;
+  slice.mutable_data()->set_validation_fraction(0.1);
+  EXPECT_THAT(std::string(ValidateForRun(slice).message()),
+              StartsWith("data.validation_fraction: "));
 }
 
 }  // namespace

@@ -114,6 +114,9 @@ class CheckpointerImpl final : public Checkpointer {
       resp->set_checkpoint_epoch(round_->epoch);
       resp->set_checkpoint_at_step(round_->at_step);
     }
+    if (round_ != nullptr && round_->state == Round::kWaiting) {
+      resp->set_checkpoint_waiting_epoch(round_->epoch);
+    }
   }
 
   Status Arrive(grpc::ServerContext* context,

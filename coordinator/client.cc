@@ -182,13 +182,14 @@ ShardMap CoordinatorClient::ToShardMap(const coord::ShardMap& map) {
 }
 
 absl::Status CoordinatorClient::Barrier(const std::string& name, int count,
-                                        int index) {
+                                        int index, absl::Duration timeout) {
+  if (timeout <= absl::ZeroDuration()) timeout = wait_timeout_;
   coord::BarrierRequest req;
   req.set_name(name);
   req.set_count(count);
   req.set_index(index);
   coord::BarrierResponse resp;
-  return GrpcToStatus(WithRetries(&newest_epoch_, wait_timeout_, wait_timeout_,
+  return GrpcToStatus(WithRetries(&newest_epoch_, timeout, timeout,
                                   [&](grpc::ClientContext* context) {
                                     return stub_->Barrier(context, req, &resp);
                                   }),

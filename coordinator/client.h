@@ -56,7 +56,9 @@ class CoordinatorClient {
   // cannot reach a pserver, or was refused as routing by a stale map, asks
   // for. A pserver not registered has an empty address.
   absl::StatusOr<ShardMap> GetShardMap();
-  absl::Status Barrier(const std::string& name, int count, int index);
+  // Waits up to `timeout` (zero: wait_timeout) for `count` arrivals.
+  absl::Status Barrier(const std::string& name, int count, int index,
+                       absl::Duration timeout = absl::ZeroDuration());
   absl::Status KvPut(const std::string& key, const std::string& value);
   // Returns the value of `key`. With `wait`, waits up to `timeout` for the key
   // to be set (DEADLINE_EXCEEDED after); without, NOT_FOUND when absent.

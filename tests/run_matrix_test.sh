@@ -80,7 +80,7 @@ job_case dcn-avazu-widths "type: DCN_V2, cross_layers: 2, field_embedding_dims: 
 
 # What no mode can do is refused before anything starts.
 bad="$TMP/bad"
-sed 's/^  batch_size: 256$/  batch_size: 256\n  validation_fraction: 0.1/' "$TMP/lr-avazu.yaml" \
+sed 's/^  batch_size: 256$/  batch_size: 256\n  validation_fraction: 1/' "$TMP/lr-avazu.yaml" \
   | sed "s|$TMP/lr-avazu|$bad|" > "$bad.yaml"
 err=$("$SAMPAN" validate "$bad.yaml" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "data.validation_fraction" <<< "$err" \

@@ -62,6 +62,30 @@ void CheckpointGate::Announce(uint64_t epoch, uint64_t at_step) {
   at_step_ = at_step;
 }
 
+absl::Status CheckpointGate::Idle(uint64_t waiting) {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](bool* paused) { return !*paused; }, &paused_));
+  uint64_t epoch = 0;
+  if (announced_ > done_epoch_) {
+    epoch = announced_;
+  } else if (waiting > done_epoch_) {
+    epoch = waiting;
+  } else {
+    return absl::OkStatus();
+  }
+  paused_ = true;
+  mu_.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &in_flight_));
+  mu_.Unlock();
+  absl::StatusOr<uint64_t> ended = take_(epoch, /*missed=*/false);
+  mu_.Lock();
+  if (ended.ok()) done_epoch_ = std::max(done_epoch_, *ended);
+  done_epoch_ = std::max(done_epoch_, epoch);
+  paused_ = false;
+  return ended.status();
+}
+
 uint64_t CheckpointGate::steps() const {
   absl::MutexLock lock(&mu_);
   return steps_;

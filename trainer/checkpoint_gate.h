@@ -41,6 +41,11 @@ class CheckpointGate {
   // next step boundary).
   void Announce(uint64_t epoch, uint64_t at_step);
 
+  // Between epochs, with no worker in a step (early stopping's waits): takes
+  // the checkpoint a heartbeat announced, or the round `waiting` (0: none)
+  // that waits for arrivals, where the trainer stands.
+  absl::Status Idle(uint64_t waiting);
+
   uint64_t steps() const;
 
  private:

@@ -70,5 +70,33 @@ TEST(CheckpointGate, AnnouncedEpochAtStepAndMissed) {
   EXPECT_EQ(calls.size(), 2u);
 }
 
+// Between epochs: an announced epoch is taken whatever its step (nothing
+// steps until the next epoch), then a round that only waits; neither twice.
+TEST(CheckpointGate, IdleTakesAnnouncedThenWaitingRounds) {
+  std::vector<std::pair<uint64_t, bool>> calls;
+  CheckpointGate gate(0, 10, [&](uint64_t epoch, bool missed) {
+    calls.push_back({epoch, missed});
+    return absl::StatusOr<uint64_t>(epoch);
+  });
+  EXPECT_TRUE(gate.Idle(0).ok());
+  EXPECT_TRUE(calls.empty());
+  gate.Announce(5, 40);
+  EXPECT_TRUE(gate.Idle(0).ok());
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], std::make_pair(uint64_t{5}, false));
+  EXPECT_TRUE(gate.Idle(5).ok());  // the same round, still listed as waiting
+  EXPECT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(gate.Idle(6).ok());  // a steps-triggered round of the others
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1], std::make_pair(uint64_t{6}, false));
+  // Training again: epoch 5 is not taken a second time at step 40.
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(gate.Enter().ok());
+    gate.Took();
+    gate.Leave();
+  }
+  EXPECT_EQ(calls.size(), 2u);
+}
+
 }  // namespace
 }  // namespace sampan

@@ -34,6 +34,52 @@ InputQueue::InputQueue(const JobConfig& config, int rank,
     rows_before_ = start->rows() - std::min(start->rows(), resume_skip_);
     bad_before_ = std::min(start->bad_rows(), rows_before_);
   }
+  epoch_end_ = TotalFiles();
+  if (config.data().validation_fraction() > 0 && !parts_.empty()) {
+    epoch_end_ = std::min<uint32_t>(
+        epoch_end_, (file_index_ / parts_.size() + 1) * parts_.size());
+  }
+  PublishProgress();
+}
+
+uint32_t InputQueue::Epoch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (parts_.empty()) return 0;
+  // At an epoch's end the index is the next epoch's first file.
+  const uint32_t at = std::min(file_index_, epoch_end_ - (epoch_end_ > 0));
+  return at / parts_.size();
+}
+
+bool InputQueue::AtEpochStart() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !parts_.empty() && reader_ == nullptr && resume_offset_ == 0 &&
+         resume_skip_ == 0 && file_index_ % parts_.size() == 0 &&
+         file_index_ < TotalFiles();
+}
+
+bool InputQueue::Done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return file_index_ >= TotalFiles();
+}
+
+void InputQueue::NextEpoch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (parts_.empty() || file_index_ >= TotalFiles()) return;
+  if (reader_ != nullptr) CloseFile();
+  file_index_ = std::max(file_index_, epoch_end_);
+  resume_offset_ = 0;
+  resume_skip_ = 0;
+  epoch_end_ = std::min<uint32_t>(TotalFiles(), file_index_ + parts_.size());
+  PublishProgress();
+}
+
+void InputQueue::Finish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (reader_ != nullptr) CloseFile();
+  file_index_ = epoch_end_ = TotalFiles();
+  resume_offset_ = 0;
+  resume_skip_ = 0;
+  if (status_.ok()) status_ = CheckBadFraction(true);
   PublishProgress();
 }
 
@@ -141,8 +187,16 @@ std::vector<DataPart> TrainPartsOf(const JobConfig& config, int rank) {
     part.options.part = by_file ? 0 : rank;
     part.options.num_parts = by_file ? 1 : trainers;
     part.holdout_fraction = holdout;
+    part.validation_fraction = config.data().validation_fraction();
     parts.push_back(std::move(part));
   }
+  return parts;
+}
+
+std::vector<DataPart> ValidationPartsOf(const JobConfig& config, int rank) {
+  if (!(config.data().validation_fraction() > 0)) return {};
+  std::vector<DataPart> parts = TrainPartsOf(config, rank);
+  for (DataPart& part : parts) part.slice = DataPart::Slice::kValidation;
   return parts;
 }
 
@@ -156,7 +210,11 @@ std::vector<DataPart> TestPartsOf(const JobConfig& config) {
     part.path = path;
     part.options = ReaderOptionsFromJob(config);
     part.holdout_fraction = holdout ? config.data().holdout_fraction() : 0;
-    part.tail = holdout;
+    // The training parts' split, found once per file (the tail is the
+    // same with or without a slice).
+    part.validation_fraction =
+        holdout ? config.data().validation_fraction() : 0;
+    part.slice = holdout ? DataPart::Slice::kTest : DataPart::Slice::kTrain;
     parts.push_back(std::move(part));
   }
   return parts;
@@ -175,18 +233,25 @@ absl::StatusOr<HoldoutSplit> CachedHoldoutSplit(const DataPart& part) {
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", part.path));
   }
   const std::string key = absl::StrFormat(
-      "%s\n%d\n%d.%d\n%d\n%a", part.path, st.st_size, st.st_mtim.tv_sec,
+      "%s\n%d\n%d.%d\n%d\n%a\n%a", part.path, st.st_size, st.st_mtim.tv_sec,
       st.st_mtim.tv_nsec, static_cast<int>(part.options.parse.format),
-      part.holdout_fraction);
+      part.holdout_fraction, part.validation_fraction);
   std::lock_guard<std::mutex> lock(mu);
   auto it = splits->find(key);
   if (it != splits->end()) return it->second;
   const absl::Time start = absl::Now();
-  absl::StatusOr<HoldoutSplit> split = FindHoldoutSplit(
-      part.path, part.options.parse.format, part.holdout_fraction);
+  absl::StatusOr<HoldoutSplit> split =
+      FindHoldoutSplit(part.path, part.options.parse.format,
+                       part.holdout_fraction, part.validation_fraction);
   if (!split.ok()) return split;  // not remembered: it may be passing
   SAMPAN_LOG(INFO) << part.path << ": " << split->head_lines
-                   << " lines to train, the last " << split->tail_lines
+                   << " lines to train"
+                   << (part.validation_fraction > 0
+                           ? absl::StrCat(", then ", split->validation_lines,
+                                          " to validate (offset ",
+                                          split->validation_start, ")")
+                           : "")
+                   << ", the last " << split->tail_lines
                    << " (data.holdout_fraction " << part.holdout_fraction
                    << ") to test, from offset " << split->tail_start
                    << "; counted in "
@@ -201,10 +266,21 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> OpenPart(const DataPart& part,
                                                        uint64_t start_offset) {
   CriteoReaderOptions options = part.options;
   options.start_offset = start_offset;
-  if (part.holdout_fraction > 0) {
+  if (part.holdout_fraction > 0 || part.validation_fraction > 0) {
     absl::StatusOr<HoldoutSplit> split = CachedHoldoutSplit(part);
     if (!split.ok()) return split.status();
-    (part.tail ? options.range_begin : options.range_end) = split->tail_start;
+    switch (part.slice) {
+      case DataPart::Slice::kTrain:
+        options.range_end = split->validation_start;
+        break;
+      case DataPart::Slice::kValidation:
+        options.range_begin = split->validation_start;
+        options.range_end = split->tail_start;
+        break;
+      case DataPart::Slice::kTest:
+        options.range_begin = split->tail_start;
+        break;
+    }
   }
   return CriteoReader::Open(part.path, options);
 }
@@ -260,7 +336,7 @@ absl::Status InputQueue::CheckFiles(const JobConfig& config) {
 }
 
 bool InputQueue::OpenNext() {
-  if (file_index_ >= TotalFiles()) return false;
+  if (file_index_ >= epoch_end_) return false;
   auto reader = OpenPart(parts_[file_index_ % parts_.size()], resume_offset_);
   resume_offset_ = 0;
   if (!reader.ok()) {

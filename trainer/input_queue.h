@@ -40,18 +40,28 @@ namespace sampan {
 // file is cut where train-local's held-out tail begins (trainer/data/
 // holdout.h): training reads (the parts of) the head, the test evaluation
 // the tail, the same rows as train-local's split of the file.
+//
+// With data.validation_fraction v > 0 (a batch job), the last v of each
+// head is the validation slice (holdout.h): training reads the rest, and
+// early stopping scores the slice after every epoch.
 struct DataPart {
+  enum class Slice { kTrain, kValidation, kTest };
   std::string path;
   CriteoReaderOptions options;
-  // > 0: the part is of the head (or, with `tail`, the tail) of the file
-  // split at this held-out fraction, found when the part is opened.
+  // The file is split at these fractions (found when the part is opened)
+  // when either is > 0, and the part reads `slice` of it.
   double holdout_fraction = 0;
-  bool tail = false;
+  double validation_fraction = 0;
+  Slice slice = Slice::kTrain;
 };
 
 // What rank `rank` trains on in one epoch, in order (also what its model
 // export reads again).
 std::vector<DataPart> TrainPartsOf(const JobConfig& config, int rank);
+
+// Rank `rank`'s share of the validation slice, split as its training parts
+// are (none without data.validation_fraction).
+std::vector<DataPart> ValidationPartsOf(const JobConfig& config, int rank);
 
 // What the test evaluation reads: data.test_files, or the held-out tails of
 // data.train_files (none without either).
@@ -83,8 +93,23 @@ class InputQueue {
   static absl::Status CheckFiles(const JobConfig& config);
 
   // Fills `batch`; false at the end of the last epoch or on error (in
-  // `*error`: a file that cannot be read, too many malformed rows).
+  // `*error`: a file that cannot be read, too many malformed rows). With
+  // data.validation_fraction, also false (with no error) at the end of each
+  // epoch, until NextEpoch().
   bool Next(Batch* batch, absl::Status* error);
+
+  // Early stopping (data.validation_fraction): the epoch being read (or, at
+  // an epoch's end, the one just read); whether the queue stands at the
+  // very start of an epoch with nothing of it read; whether every epoch was
+  // read. NextEpoch goes on at the next epoch's start, skipping what is
+  // left of this one (a lockstep rank stops when the first rank runs out);
+  // Finish ends the input there (training stopped early). Call them while
+  // no worker is in Next.
+  uint32_t Epoch() const;
+  bool AtEpochStart() const;
+  bool Done() const;
+  void NextEpoch();
+  void Finish();
 
   // Where the next batch would start; exact only between batches.
   coord::DataPosition Position() const;
@@ -142,6 +167,9 @@ class InputQueue {
   // file and the rows read before it; the checkpoint's count of rows
   // already handed out of its window, for the first window only.
   const uint32_t window_rows_;
+  // Next() reads no file at or past this index (counted over epochs): the
+  // end of the current epoch when it stops at epoch ends, else the end.
+  uint32_t epoch_end_ ABSL_GUARDED_BY(mu_) = 0;
   Batch window_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> window_order_ ABSL_GUARDED_BY(mu_);
   size_t window_next_ ABSL_GUARDED_BY(mu_) = 0;

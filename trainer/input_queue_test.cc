@@ -121,6 +121,60 @@ class InputQueueTest : public testing::Test {
   absl::flat_hash_map<uint64_t, int> row_of_;
 };
 
+// With a validation slice the queue reads each file's first 80% and stops
+// at every epoch's end; NextEpoch skips what a lockstep rank left of its
+// epoch, Finish ends the input; a position at an epoch's start says so.
+TEST_F(InputQueueTest, StopsAtEpochEndsWithAValidationSlice) {
+  config_.mutable_data()->set_validation_fraction(0.2);
+  config_.mutable_data()->set_epochs(3);
+  InputQueue q(config_, 0, nullptr);
+  EXPECT_EQ(q.Epoch(), 0u);
+  EXPECT_TRUE(q.AtEpochStart());
+  std::vector<int> rows = Drain(&q);
+  ASSERT_EQ(rows.size(), 800u);
+  for (int i = 0; i < 800; ++i) ASSERT_EQ(rows[i], i) << i;
+  EXPECT_EQ(q.Epoch(), 0u);  // the one just read
+  EXPECT_FALSE(q.Done());
+  EXPECT_TRUE(Drain(&q).empty());  // stays stopped
+  // A checkpoint here resumes at the next epoch's start.
+  const coord::DataPosition between = q.Position();
+  EXPECT_EQ(between.file_index(), 1u);
+  EXPECT_FALSE(between.finished());
+  InputQueue resumed(config_, 0, &between);
+  EXPECT_TRUE(resumed.AtEpochStart());
+  EXPECT_EQ(resumed.Epoch(), 1u);
+
+  q.NextEpoch();
+  EXPECT_EQ(q.Epoch(), 1u);
+  rows = Drain(&q, 3);  // a lockstep rank stopped after 3 batches
+  EXPECT_EQ(rows.size(), 3u * 64);
+  EXPECT_FALSE(q.AtEpochStart());
+  q.NextEpoch();  // the rest of epoch 2 is skipped
+  EXPECT_EQ(q.Epoch(), 2u);
+  EXPECT_TRUE(q.AtEpochStart());
+  q.Finish();  // stopped early
+  EXPECT_TRUE(q.Done());
+  EXPECT_TRUE(q.Position().finished());
+  EXPECT_TRUE(Drain(&q).empty());
+
+  // The slice: the rows the training parts leave out.
+  std::vector<int> slice;
+  Batch batch;
+  ASSERT_TRUE(ReadParts(ValidationPartsOf(config_, 0), 100, &batch, [&] {
+                for (size_t i = 0; i < batch.size(); ++i) {
+                  for (size_t j = batch.offsets[i]; j < batch.offsets[i + 1];
+                       ++j) {
+                    if (batch.slots[j] == 14) {
+                      slice.push_back(row_of_.at(batch.signs[j]));
+                    }
+                  }
+                }
+                return absl::OkStatus();
+              }).ok());
+  ASSERT_EQ(slice.size(), 200u);
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(slice[i], 800 + i) << i;
+}
+
 TEST_F(InputQueueTest, FileOrderWithoutAWindow) {
   InputQueue q(config_, 0, nullptr);
   const std::vector<int> rows = Drain(&q);

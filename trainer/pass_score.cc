@@ -33,6 +33,9 @@ absl::StatusOr<coord::PassScore> ScorePass(const PassScoreOptions& options,
     if (!Sampled(options.pass_index, batch++, options.fraction)) {
       return absl::OkStatus();
     }
+    if (options.rare != nullptr) {
+      options.rare->Apply(&w.batch.signs, w.batch.slots);
+    }
     absl::Status st = Predict(*options.model, options.rows, options.dense, &w);
     if (!st.ok()) return st;
     for (size_t e = 0; e < w.batch.size(); ++e) {

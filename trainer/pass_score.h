@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/coordinator.pb.h"
+#include "trainer/data/rare_signs.h"
 #include "trainer/input_queue.h"
 #include "trainer/step_loop.h"
 
@@ -26,7 +27,8 @@ struct PassScoreOptions {
   const float* dense = nullptr;  // null for models without dense weights
   double fraction = 1;
   uint32_t batch_size = 1024;
-  uint64_t pass_index = 0;  // seeds which batches are sampled
+  uint64_t pass_index = 0;          // seeds which batches are sampled
+  const RareSigns* rare = nullptr;  // data.min_feature_count; may be null
 };
 
 // Scores `parts` (read whole, in order).

@@ -27,6 +27,7 @@
 #include "trainer/checkpoint_gate.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
+#include "trainer/early_stop.h"
 #include "trainer/eval/auc.h"
 #include "trainer/input_queue.h"
 #include "trainer/local_job.h"
@@ -112,6 +113,7 @@ class Trainer : public StepObserver {
       status = SetUpWords();
     }
     if (status.ok()) status = SetUpDense(o->dense);
+    if (status.ok()) SetUpEarlyStop();
     // The passes: a batch job's one, or a stream's as they become ready.
     // A stream resumed from a checkpoint goes on after its last pass.
     PassScheduleStart resume;
@@ -151,6 +153,9 @@ class Trainer : public StepObserver {
     if (status.ok() && !IsStreamJob(config_)) status = Export();
     if (status.ok() && rank_ == 0 && !TestPartsOf(config_).empty()) {
       status = Evaluate();
+    }
+    if (status.ok() && rank_ == 0 && early_stop_ != nullptr) {
+      status = early_stop_->AppendResult(ResultPath(config_));
     }
     if (status.ok() && rank_ == 0 && words_ != nullptr) {
       status = WriteWordResult(config_, *vocab_, -1);
@@ -311,12 +316,9 @@ class Trainer : public StepObserver {
     loop.gpu = dense_->gpu();
     loop.stop = &failed_;
     uint64_t steps = 0;
-    absl::Status status = RunStepLoop(loop, &steps);
-    if (status.ok()) {
-      absl::MutexLock lock(&mu_);
-      status = error_;  // e.g. the heartbeat's
-    }
-    if (status.ok()) status = FlushPushes();
+    absl::Status status = early_stop_ != nullptr
+                              ? TrainEpochs(loop, input.get(), &steps)
+                              : TrainOnce(loop, &steps);
     if (!status.ok()) return status;
     if (dense_->lockstep()) {
       SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << steps
@@ -347,6 +349,82 @@ class Trainer : public StepObserver {
       ArriveAtPassEnd(pass);
     }
     return absl::OkStatus();
+  }
+
+  // Runs the step loop to the end of its source, every push acknowledged.
+  absl::Status TrainOnce(const StepLoopOptions& loop, uint64_t* steps) {
+    absl::Status status = RunStepLoop(loop, steps);
+    if (status.ok()) {
+      absl::MutexLock lock(&mu_);
+      status = error_;  // e.g. the heartbeat's
+    }
+    if (status.ok()) status = FlushPushes();
+    return status;
+  }
+
+  // data.validation_fraction: one loop per epoch, each ended by EarlyStop
+  // (trainer/early_stop.h) until its decision stops training or the last
+  // epoch is done.
+  absl::Status TrainEpochs(const StepLoopOptions& loop, InputQueue* input,
+                           uint64_t* steps) {
+    // A resume that stands at an epoch's start (a checkpoint taken between
+    // epochs) ends the epoch before first.
+    if (input->AtEpochStart() && input->Epoch() > 0) {
+      absl::StatusOr<bool> stop = EndEpoch(input->Epoch() - 1);
+      if (!stop.ok()) return stop.status();
+      if (*stop) input->Finish();
+    }
+    while (!input->Done()) {
+      uint64_t n = 0;
+      if (absl::Status s = TrainOnce(loop, &n); !s.ok()) return s;
+      *steps += n;
+      absl::StatusOr<bool> stop = EndEpoch(input->Epoch());
+      if (!stop.ok()) return stop.status();
+      if (*stop) {
+        input->Finish();
+      } else {
+        input->NextEpoch();
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // True: train no more epochs.
+  absl::StatusOr<bool> EndEpoch(uint32_t epoch) {
+    absl::StatusOr<coord::EpochValidation> d = early_stop_->EndEpoch(epoch);
+    if (!d.ok()) return d.status();
+    const bool last = epoch + 1 >= config_.data().epochs();
+    if (d->stop() && !last) {
+      SAMPAN_LOG(INFO) << absl::StrFormat(
+          "trainer %d: validation AUC %.4f after epoch %d did not rise; "
+          "stopping early (%d of %d epochs)",
+          rank_, d->auc(), epoch + 1, epoch + 1, config_.data().epochs());
+    }
+    return d->stop();
+  }
+
+  void SetUpEarlyStop() {
+    if (!(config_.data().validation_fraction() > 0) || IsStreamJob(config_)) {
+      return;
+    }
+    EarlyStopOptions e;
+    e.config = &config_;
+    e.rank = rank_;
+    e.coordinator = &coordinator_;
+    e.failed = &failed_;
+    e.idle = [this] { return gate_.Idle(waiting_epoch_.load()); };
+    e.score = [this]() -> absl::StatusOr<coord::PassScore> {
+      PassScoreOptions o;
+      o.model = model_.get();
+      o.rows = rows_.get();
+      o.batch_size = config_.data().batch_size();
+      o.rare = rare_.get();
+      absl::StatusOr<const float*> dense = dense_->Current();
+      if (!dense.ok()) return dense.status();
+      o.dense = *dense;
+      return ScorePass(o, ValidationPartsOf(config_, rank_));
+    };
+    early_stop_ = std::make_unique<EarlyStop>(std::move(e));
   }
 
   // checkpoint.every_passes: every rank arrives once the pass is published
@@ -631,6 +709,7 @@ class Trainer : public StepObserver {
     if (s.ok() && resp.checkpoint_epoch() > 0) {
       gate_.Announce(resp.checkpoint_epoch(), resp.checkpoint_at_step());
     }
+    if (s.ok()) waiting_epoch_.store(resp.checkpoint_waiting_epoch());
     return s;
   }
 
@@ -658,6 +737,9 @@ class Trainer : public StepObserver {
   std::string pass_name_;
   std::atomic<const PassSchedule*> schedule_{nullptr};
   std::unique_ptr<PassPublisher> publisher_;  // data.stream jobs only
+  std::unique_ptr<EarlyStop> early_stop_;     // data.validation_fraction
+  // The checkpoint round the last heartbeat said waits (0: none).
+  std::atomic<uint64_t> waiting_epoch_{0};
   // The model and its dense weights (trainer/rank_dense.h).
   std::unique_ptr<CtrModel> model_;
   // WORD2VEC: the vocabulary and the model trained instead of model_.

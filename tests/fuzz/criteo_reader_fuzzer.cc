@@ -139,14 +139,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // formats only in Avazu's header), at a fraction of the input's
     // choosing: its last byte's.
     if (&parse != &formats[size % formats.size()]) continue;
+    // With a validation slice (the byte before's) the three regions join
+    // into the whole as well.
     const double holdout = size > 0 ? data[size - 1] / 256.0 : 0.5;
+    const double validation = size > 1 ? data[size - 2] / 256.0 : 0.25;
     for (const std::string& path : {plain, gz}) {
       if (path == gz && !zipped) continue;
-      auto split = sampan::FindHoldoutSplit(path, parse.format, holdout);
-      if (!split.ok()) __builtin_trap();
+      auto split = sampan::FindHoldoutSplit(path, parse.format, holdout,
+                                            validation);
+      if (!split.ok() || split->validation_start > split->tail_start) {
+        __builtin_trap();
+      }
       for (int parts = 1; parts <= (path == gz ? 1 : 2); ++parts) {
         Rows joined;
-        if (!ReadParts(path, parse, parts, &joined, 0, split->tail_start) ||
+        if (!ReadParts(path, parse, parts, &joined, 0,
+                       split->validation_start) ||
+            !ReadParts(path, parse, parts, &joined, split->validation_start,
+                       split->tail_start) ||
             !ReadParts(path, parse, 1, &joined, split->tail_start) ||
             !Same(joined, whole)) {
           __builtin_trap();

@@ -17,13 +17,17 @@
 namespace sampan {
 namespace {
 
-// The starts of the lines that can still be the tail's first, given that
-// the file has at least as many lines as were counted so far: lines
-// [k(counted), counted) for k(n) = (1 - h) * n rounded down, which never
-// decreases as n grows. Kept as 32-bit gaps from one start to the next.
+// The starts of the lines that can still be the first of a region that runs
+// to the end of the file, given that the file has at least as many lines as
+// were counted so far: lines [First(counted), counted), where First(n) never
+// decreases as n grows. The held-out tail starts at k(n) = (1 - h) * n
+// rounded down; the validation slice at k(n) - floor(v * k(n)) (the last v
+// of the head, as train-local carves it: local_job.cc). Kept as 32-bit gaps
+// from one start to the next.
 class TailCandidates {
  public:
-  explicit TailCandidates(double keep) : keep_(keep) {}
+  TailCandidates(double keep, double validation)
+      : keep_(keep), validation_(validation) {}
 
   // Counts a line starting at `start`; false when it starts over 4 GiB
   // after the previous one (no gap fits).
@@ -38,7 +42,7 @@ class TailCandidates {
     back_ = start;
     ++size_;
     ++counted_;
-    while (counted_ - size_ < HeadLines()) {
+    while (counted_ - size_ < First()) {
       if (--size_ > 0) {
         front_ += gaps_.front();
         gaps_.pop_front();
@@ -51,12 +55,17 @@ class TailCandidates {
   uint64_t HeadLines() const {
     return static_cast<uint64_t>(keep_ * static_cast<double>(counted_));
   }
+  // The region's first line: k, less the validation slice's lines.
+  uint64_t First() const {
+    const uint64_t k = HeadLines();
+    return k - static_cast<uint64_t>(validation_ * static_cast<double>(k));
+  }
   uint64_t counted() const { return counted_; }
-  // The start of line HeadLines(), or `end` when every line is in the head.
-  uint64_t TailStart(uint64_t end) const { return size_ > 0 ? front_ : end; }
+  // The start of line First(), or `end` when the region is empty.
+  uint64_t Start(uint64_t end) const { return size_ > 0 ? front_ : end; }
 
  private:
-  const double keep_;
+  const double keep_, validation_;
   uint64_t counted_ = 0;
   uint64_t size_ = 0;  // candidates: lines [counted_ - size_, counted_)
   uint64_t front_ = 0, back_ = 0;
@@ -67,10 +76,15 @@ class TailCandidates {
 
 absl::StatusOr<HoldoutSplit> FindHoldoutSplit(const std::string& path,
                                               DataFileFormat format,
-                                              double fraction) {
+                                              double fraction,
+                                              double validation_fraction) {
   if (!(fraction >= 0 && fraction < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("holdout fraction must be in [0, 1), got ", fraction));
+  }
+  if (!(validation_fraction >= 0 && validation_fraction < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "validation fraction must be in [0, 1), got ", validation_fraction));
   }
   // Buffers no larger than the file (a gzip file's uncompressed bytes take
   // more reads): many small files are read too (tests, the fuzzer).
@@ -86,7 +100,9 @@ absl::StatusOr<HoldoutSplit> FindHoldoutSplit(const std::string& path,
   gzbuffer(file, std::min<unsigned>(block_size, 1 << 20));
   // The same double LoadDataset's end_fraction is (local_job.cc).
   const double keep = 1 - fraction;
-  TailCandidates tail(keep);
+  TailCandidates tail(keep, 0);
+  // Only when there is a slice: its candidates cost 4 bytes a line.
+  TailCandidates validation(keep, validation_fraction);
   // The first non-empty line, to tell a header; cleared once told.
   std::string first;
   bool first_seen = false;
@@ -100,7 +116,8 @@ absl::StatusOr<HoldoutSplit> FindHoldoutSplit(const std::string& path,
       first = std::string();
       if (header) return;
     }
-    if (!tail.Add(line_start)) {
+    if (!tail.Add(line_start) ||
+        (validation_fraction > 0 && !validation.Add(line_start))) {
       status = absl::InvalidArgumentError(
           absl::StrCat(path, ": the line at offset ", line_start,
                        " starts over 4 GiB after the one before it"));
@@ -140,9 +157,15 @@ absl::StatusOr<HoldoutSplit> FindHoldoutSplit(const std::string& path,
   end_line(offset);  // a last line without a newline
   if (!status.ok()) return status;
   HoldoutSplit split;
-  split.tail_start = tail.TailStart(offset);
+  split.tail_start = tail.Start(offset);
   split.head_lines = tail.HeadLines();
   split.tail_lines = tail.counted() - split.head_lines;
+  split.validation_start = split.tail_start;
+  if (validation_fraction > 0) {
+    split.validation_start = validation.Start(offset);
+    split.validation_lines = split.head_lines - validation.First();
+    split.head_lines -= split.validation_lines;
+  }
   return split;
 }
 

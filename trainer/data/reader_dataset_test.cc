@@ -251,6 +251,30 @@ TEST(ReaderDatasetTest, HoldoutHeadAndTailAreTrainLocalsSplit) {
           ExpectSame(ReadParts(path, parse, parts, split->tail_start).rows,
                      tail);
         }
+        // A validation slice: the last v of the head, as train-local
+        // carves it; the tail stays where it was.
+        for (double v : {0.2, 0.5}) {
+          SCOPED_TRACE(absl::StrCat("validation ", v));
+          auto cut = FindHoldoutSplit(path, format, h, v);
+          ASSERT_TRUE(cut.ok()) << cut.status();
+          EXPECT_EQ(cut->tail_start, split->tail_start);
+          EXPECT_EQ(cut->tail_lines, tail_lines);
+          EXPECT_EQ(cut->validation_lines,
+                    static_cast<uint64_t>(v * static_cast<double>(head_lines)));
+          EXPECT_EQ(cut->head_lines + cut->validation_lines, head_lines);
+          EXPECT_LE(cut->validation_start, cut->tail_start);
+          const Batch train =
+              ReadParts(path, parse, 1, 0, cut->validation_start).rows;
+          const Batch slice =
+              ReadParts(path, parse, 1, cut->validation_start, cut->tail_start)
+                  .rows;
+          if (head.size() == head_lines) {
+            EXPECT_EQ(slice.size(), cut->validation_lines);
+          }
+          Batch joined = train;
+          for (size_t i = 0; i < slice.size(); ++i) joined.Append(slice, i);
+          ExpectSame(joined, head);
+        }
       }
     }
   }
