@@ -447,6 +447,20 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   }
 }
 
+// A multi-epoch CTR batch job that does not say otherwise stops early on a
+// validation slice: more epochs must never make the model worse than fewer.
+// (Word vectors have no AUC; a stream trains each pass once.)
+void DefaultValidationSlice(const YAML::Node& root, JobConfig* config) {
+  const YAML::Node data = root["data"];
+  if (data && data.IsMap() && data["validation_fraction"]) return;
+  DataConfig* d = config->mutable_data();
+  if (d->epochs() <= 1 || config->model().type() == WORD2VEC ||
+      !d->stream().root().empty()) {
+    return;
+  }
+  d->set_validation_fraction(kDefaultValidationFraction);
+}
+
 }  // namespace
 
 JobConfig DefaultJobConfig() {
@@ -603,6 +617,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(std::string_view yaml,
     const YAML::Node& root = documents[0];
     absl::Status status = MapYamlToMessage(root, source_name, &config);
     if (!status.ok()) return status;
+    DefaultValidationSlice(root, &config);
   }
   absl::Status valid = ValidateJobConfig(config);
   if (!valid.ok()) {

@@ -20,6 +20,10 @@ namespace sampan {
 // The defaults every job starts from (documented per field in job.proto).
 JobConfig DefaultJobConfig();
 
+// data.validation_fraction of a job file with data.epochs > 1 that does not
+// set it (CTR batch jobs): early stopping is on unless turned off with 0.
+inline constexpr double kDefaultValidationFraction = 0.1;
+
 // Parses YAML text; `source_name` prefixes error messages (usually the path).
 // Returns InvalidArgument on any syntax, type or semantic error.
 absl::StatusOr<JobConfig> ParseJobConfig(std::string_view yaml,

@@ -513,6 +513,26 @@ TEST(ConfigTest, KubernetesQuantitiesAreChecked) {
           .ok());
 }
 
+// More than one epoch of a CTR batch job stops early on a validation slice
+// unless the job says otherwise; one epoch, word vectors and streams do not.
+TEST(ConfigTest, ValidationSliceByDefaultWithEpochs) {
+  auto fraction = [](const std::string& yaml) {
+    absl::StatusOr<JobConfig> c = ParseJobConfig(yaml, "job.yaml");
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? c->data().validation_fraction() : -1;
+  };
+  EXPECT_EQ(fraction("data: {epochs: 3}\n"), kDefaultValidationFraction);
+  EXPECT_EQ(fraction("data: {epochs: 3, validation_fraction: 0}\n"), 0);
+  EXPECT_EQ(fraction("data: {epochs: 3, validation_fraction: 0.2}\n"), 0.2);
+  EXPECT_EQ(fraction("data: {epochs: 1}\n"), 0);
+  EXPECT_EQ(fraction("name: x\n"), 0);
+  EXPECT_EQ(fraction("model: {type: WORD2VEC}\n"
+                     "table: {optimizer: {type: SGD, init_range: 0.01}}\n"
+                     "data: {format: TEXT, epochs: 5, train_files: [a.txt],\n"
+                     "       synthetic: {rows: 0}}\n"),
+            0);
+}
+
 // Early stopping on a validation slice: both train-local and `sampan run`.
 TEST(ConfigTest, RunTakesAValidationSlice) {
   JobConfig config = DefaultJobConfig();

@@ -37,6 +37,7 @@ checkpoint: {every_seconds: 2}
 data:
   batch_size: 256
   epochs: 100000   # trains until the test stops it
+  validation_fraction: 0   # (no early stopping: it would end the job)
   synthetic: {rows: 20000, seed: 5, test_fraction: 0.1}
 YAML
 SAMPAN="$SAMPAN" bash "$MAKE_CERTS" "$job.yaml" "$pki" > "$TMP/certs.out" 2>&1 \

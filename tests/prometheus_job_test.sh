@@ -44,6 +44,7 @@ table: {num_shards: 16}
 data:
   batch_size: 256
   epochs: 100000   # trains until the test stops it
+  validation_fraction: 0   # (no early stopping: it would end the job)
   synthetic: {rows: 20000, seed: 5, test_fraction: 0.1}
 YAML
 

@@ -64,7 +64,10 @@ data_dir() {
 }
 
 write_job() {  # dir [extra yaml]
-  local data; data=$(data_dir)
+  local data slice=""; data=$(data_dir)
+  # A job lengthened for room (FAULT_EPOCHS > 2) trains every epoch; a
+  # 2-epoch one stops early on a validation slice, as jobs do by default.
+  [ "$FAULT_EPOCHS" -le 2 ] || slice="validation_fraction: 0"
   cat > "$1.yaml" <<YAML
 name: fault
 output_dir: $1
@@ -78,6 +81,7 @@ table: {num_shards: 32, backend: ROCKSDB, durability: WAL,
 data:
   batch_size: 512
   epochs: $FAULT_EPOCHS
+  $slice
   # Trainers resume inside a shuffle window: re-read, same order, skipped.
   shuffle_buffer_rows: 4096
   synthetic: {rows: 0}
