@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""A PyTorch reference for Sampan's LR and FM (issue 26): the same features,
+initialisation and update rules, so that an AUC gap between the two is
+Sampan's to explain. A bench peer only: never a dependency of the product.
+
+Usage (Debian's python3-torch; run with /usr/bin/python3):
+  bench/torch_ctr.py --data=criteo.tsv[.gz] [--holdout=0.1] [--model=fm|lr]
+      [--dim=8] [--lr=0.05] [--batch=1024] [--epochs=1] [--threads=2]
+      [--int=buckets|both] [--empty] [--min_count=0] [--dense_lr=0.01]
+      [--w_start=1] [--v_start=1000] [--init=0.01] [--seed=1]
+Prints one line: model, AUC, logloss and rows of the held-out tail, training
+examples/s (the training loop alone, as `sampan train-local` reports it)
+and the BLAS torch was built with.
+
+What it mirrors (trainer/data/formats.cc, trainer/model/ctr_model.h,
+sparse_table/accessor.cc):
+  - Criteo TSV, field f = column f after the label (slots 1-39); an integer
+    v is the token s<v> when v <= 2 and b<floor(ln(v)^2)> otherwise
+    (--int=buckets), and with --int=both also a dense input
+    sign(v) log(1 + |v|) with its own linear term; an empty field gives no
+    feature, or with --empty a token of its own; a categorical value is its
+    own token. Exact vocabularies: one row per (field, token) of the
+    training rows; with --min_count N the tokens seen fewer than N times
+    there share one row per field. A token never trained is no feature.
+  - The last --holdout of the file's non-empty lines is the test set.
+  - logit = b + sum_j w_j [+ 1/2 sum_k ((sum_f v_fk)^2 - sum_f v_fk^2)]
+    [+ d . w_d + b_d]; the bias b is a row like the others.
+  - Rows: w starts at 0, v uniform in [-init, init]; row-wise Adagrad with
+    one squared-gradient sum per block (w, v), grown by the block's mean
+    square, starting at --w_start / --v_start; gradients summed over the
+    batch (the push of a batch's summed gradients). Dense weights: Adam on
+    the per-example mean gradient.
+"""
+import argparse
+import gzip
+import math
+import sys
+import time
+
+import torch
+
+
+def tokens(cols, int_mode, empty):
+    """The (field, token) features and dense inputs of one row."""
+    feats, dense = [], []
+    for f in range(1, 40):
+        value = cols[f] if f < len(cols) else ""
+        if f <= 13:
+            if value == "":
+                if empty:
+                    feats.append((f, ""))
+                dense.append(0.0)
+                continue
+            v = int(value)
+            dense.append(math.log1p(v) if v >= 0 else -math.log1p(-v))
+            feats.append((f, "s%d" % v if v <= 2 else
+                          "b%d" % int(math.floor(math.log(v) ** 2))))
+        elif value != "" or empty:
+            feats.append((f, value))
+    return feats, dense
+
+
+def load(path, holdout, int_mode, empty):
+    opener = gzip.open if path.endswith(".gz") else open
+    rows = []
+    with opener(path, "rt") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            cols = line.split("\t")
+            feats, dense = tokens(cols, int_mode, empty)
+            rows.append((float(cols[0]), feats, dense))
+    keep = int((1 - holdout) * len(rows))
+    return rows[:keep], rows[keep:]
+
+
+def index(rows, vocab):
+    """Flat feature ids, per-row offsets, labels and dense inputs."""
+    ids, offsets, labels, dense = [], [0], [], []
+    for label, feats, d in rows:
+        for ft in feats:
+            i = vocab.get(ft)
+            if i is None:
+                i = vocab.get((ft[0], None))  # the field's rare row
+            if i is not None:
+                ids.append(i)
+        offsets.append(len(ids))
+        labels.append(label)
+        dense.append(d)
+    return (torch.tensor(ids, dtype=torch.long),
+            torch.tensor(offsets, dtype=torch.long),
+            torch.tensor(labels), torch.tensor(dense))
+
+
+def auc_logloss(p, y):
+    order = torch.argsort(p)
+    ranks = torch.empty_like(p)
+    ranks[order] = torch.arange(1, len(p) + 1, dtype=p.dtype)
+    # Mean ranks for ties.
+    sp, inv = torch.unique(p, return_inverse=True)
+    sums = torch.zeros(len(sp), dtype=p.dtype).index_add_(0, inv, ranks)
+    counts = torch.zeros(len(sp), dtype=p.dtype).index_add_(
+        0, inv, torch.ones_like(p))
+    ranks = (sums / counts)[inv]
+    pos = y.sum()
+    neg = len(y) - pos
+    auc = (ranks[y > 0.5].sum() - pos * (pos + 1) / 2) / (pos * neg)
+    q = p.clamp(1e-7, 1 - 1e-7)
+    ll = -(y * q.log() + (1 - y) * (1 - q).log()).mean()
+    return float(auc), float(ll)
+
+
+class Model:
+    def __init__(self, n, a):
+        g = torch.Generator().manual_seed(a.seed)
+        self.fm = a.model == "fm"
+        self.dim = a.dim
+        self.w = torch.zeros(n + 1)  # row n: the bias
+        self.gw = torch.full((n + 1,), a.w_start)
+        if self.fm:
+            self.v = (torch.rand(n + 1, a.dim, generator=g) * 2 - 1) * a.init
+            self.gv = torch.full((n + 1,), a.v_start)
+        self.dense = a.int == "both"
+        if self.dense:
+            self.wd = torch.zeros(13, requires_grad=True)
+            self.bd = torch.zeros(1, requires_grad=True)
+            self.adam = torch.optim.Adam([self.wd, self.bd], lr=a.dense_lr)
+        self.bias = n
+        self.lr = a.lr
+
+    def logits(self, rows, seg, w_feat, w_bias, v_feat, d):
+        out = torch.zeros(rows).index_add_(0, seg, w_feat) + w_bias
+        if self.fm:
+            s = torch.zeros(rows, self.dim).index_add_(0, seg, v_feat)
+            sq = torch.zeros(rows, self.dim).index_add_(0, seg,
+                                                        v_feat * v_feat)
+            out = out + 0.5 * (s * s - sq).sum(1)
+        if self.dense:
+            out = out + d @ self.wd + self.bd
+        return out
+
+    def step(self, ids, offsets, y, d):
+        rows = len(y)
+        seg = torch.repeat_interleave(torch.arange(rows),
+                                      offsets[1:] - offsets[:-1])
+        # The batch's rows once each (a push sums each key's gradients).
+        uniq, inv = torch.unique(ids, return_inverse=True)
+        rows_w = torch.cat([uniq, torch.tensor([self.bias])])
+        w = self.w[rows_w].clone().requires_grad_(True)
+        v = self.v[uniq].clone().requires_grad_(True) if self.fm else None
+        z = self.logits(rows, seg, w[inv], w[-1], v[inv] if self.fm else None,
+                        d)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            z, y, reduction="sum")
+        if self.dense:
+            self.adam.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            gw = w.grad
+            self.gw[rows_w] += gw * gw
+            self.w[rows_w] -= self.lr * gw / self.gw[rows_w].sqrt()
+            if self.fm:
+                gv = v.grad
+                self.gv[uniq] += (gv * gv).mean(1)
+                self.v[uniq] -= self.lr * gv / self.gv[uniq].sqrt()[:, None]
+            if self.dense:
+                # Dense: the per-example mean.
+                self.wd.grad /= rows
+                self.bd.grad /= rows
+        if self.dense:
+            self.adam.step()
+        return float(loss)
+
+    @torch.no_grad()
+    def predict(self, ids, offsets, d):
+        rows = len(offsets) - 1
+        seg = torch.repeat_interleave(torch.arange(rows),
+                                      offsets[1:] - offsets[:-1])
+        return torch.sigmoid(self.logits(rows, seg, self.w[ids],
+                                         self.w[self.bias],
+                                         self.v[ids] if self.fm else None, d))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", required=True)
+    p.add_argument("--holdout", type=float, default=0.1)
+    p.add_argument("--model", choices=["lr", "fm"], default="fm")
+    p.add_argument("--dim", type=int, default=8)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--int", choices=["buckets", "both"], default="buckets")
+    p.add_argument("--empty", action="store_true")
+    p.add_argument("--min_count", type=int, default=0)
+    p.add_argument("--dense_lr", type=float, default=0.01)
+    p.add_argument("--w_start", type=float, default=1.0)
+    p.add_argument("--v_start", type=float, default=1000.0)
+    p.add_argument("--init", type=float, default=0.01)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    train, test = load(a.data, a.holdout, a.int, a.empty)
+    counts = {}
+    for _, feats, _ in train:
+        for ft in feats:
+            counts[ft] = counts.get(ft, 0) + 1
+    vocab = {}
+    for ft, c in counts.items():
+        key = ft if c >= a.min_count else (ft[0], None)
+        if key not in vocab:
+            vocab[key] = len(vocab)
+    tr = index(train, vocab)
+    te = index(test, vocab)
+    m = Model(len(vocab), a)
+    n = len(train)
+    start = time.time()
+    for _ in range(a.epochs):
+        for b in range(0, n, a.batch):
+            e = min(n, b + a.batch)
+            lo, hi = int(tr[1][b]), int(tr[1][e])
+            m.step(tr[0][lo:hi], tr[1][b:e + 1] - lo, tr[2][b:e], tr[3][b:e])
+    seconds = time.time() - start
+    prob = m.predict(*te[:2], te[3])
+    auc, ll = auc_logloss(prob.double(), te[2].double())
+    blas = "unknown"
+    for line in torch.__config__.show().splitlines():
+        if "BLAS_INFO=" in line:
+            blas = line.split("BLAS_INFO=")[1].split(",")[0]
+    print("torch %s model=%s auc=%.4f logloss=%.4f test_rows=%d "
+          "examples_per_second=%.0f rows=%d threads=%d blas=%s" %
+          (torch.__version__, a.model, auc, ll, len(test),
+           n * a.epochs / seconds, len(vocab), a.threads, blas))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

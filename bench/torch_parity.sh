@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Quality parity with a reference framework (issue 26): Sampan's
+# `train-local` and bench/torch_ctr.py (PyTorch, the same features,
+# initialisation and row-wise Adagrad) train the same model on the same rows
+# and threads, alternately, ROUNDS times; prints each run's test AUC,
+# logloss and training examples/s, then the medians and their ratios.
+#
+# Usage: bench/torch_parity.sh MODEL THREADS [ROUNDS] [DATA]
+#   MODEL: lr or fm; THREADS: 1 or 2 (both sides); ROUNDS: 3.
+#   DATA: a Criteo TSV (.gz); default ../shared/data's Criteo 137k sample,
+#   whose last 10% is the test set.
+# Env: DIM (8), LR (0.05), BATCH (1024), EPOCHS (1), INT (buckets|both),
+#   EMPTY (1: empty fields are signs), MIN_COUNT (0), SAMPAN
+#   (bazel-bin/cli/sampan). Needs Debian's python3-torch (/usr/bin/python3).
+set -euo pipefail
+model=${1:?lr or fm}; threads=${2:?threads}; rounds=${3:-3}
+data=${4:-../shared/data/criteo/criteo_kaggle_137k.tsv.gz}
+SAMPAN=${SAMPAN:-bazel-bin/cli/sampan}
+DIM=${DIM:-8}; LR=${LR:-0.05}; BATCH=${BATCH:-1024}; EPOCHS=${EPOCHS:-1}
+INT=${INT:-buckets}; EMPTY=${EMPTY:-0}; MIN_COUNT=${MIN_COUNT:-0}
+/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+  { echo "needs python3-torch (apt-get install python3-torch)"; exit 2; }
+work=$(mktemp -d /tmp/torch-parity.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+case $INT in
+  buckets) ints=BUCKETS ;;
+  both) ints=BUCKETS_AND_LOG_DENSE ;;
+  *) echo "INT: buckets or both"; exit 2 ;;
+esac
+cat > "$work/job.yaml" <<YAML
+name: parity
+output_dir: $work/out
+cluster: {threads_per_trainer: $threads}
+model: {type: $(tr a-z A-Z <<< "$model"), embedding_dim: $DIM,
+        dense_optimizer: {type: ADAM, learning_rate: 0.01}}
+table: {optimizer: {type: ADAGRAD, learning_rate: $LR}}
+data:
+  format: CRITEO_TSV
+  train_files: [$(realpath "$data")]
+  holdout_fraction: 0.1
+  batch_size: $BATCH
+  epochs: $EPOCHS
+  validation_fraction: 0
+  integer_features: $ints
+  empty_field_signs: $([ "$EMPTY" = 1 ] && echo true || echo false)
+  min_feature_count: $MIN_COUNT
+  synthetic: {rows: 0}
+YAML
+torch_flags=(--data="$data" --model="$model" --dim="$DIM" --lr="$LR"
+  --batch="$BATCH" --epochs="$EPOCHS" --threads="$threads" --int="$INT"
+  --min_count="$MIN_COUNT" --dense_lr=0.01)
+[ "$EMPTY" = 1 ] && torch_flags+=(--empty)
+
+: > "$work/sampan.txt"; : > "$work/torch.txt"
+for r in $(seq 1 "$rounds"); do
+  line=$("$SAMPAN" train-local "$work/job.yaml" 2>/dev/null | grep '^test AUC')
+  echo "round $r sampan: $line"
+  awk '{ print $3, $5, $(NF - 1) }' <<< "$line" >> "$work/sampan.txt"
+  line=$(/usr/bin/python3 bench/torch_ctr.py "${torch_flags[@]}")
+  echo "round $r torch:  $line"
+  sed -E 's/.*auc=([0-9.]+) logloss=([0-9.]+).*examples_per_second=([0-9.]+).*/\1 \2 \3/' \
+    <<< "$line" >> "$work/torch.txt"
+done
+median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+for side in sampan torch; do
+  auc=$(cut -d' ' -f1 "$work/$side.txt" | median)
+  ll=$(cut -d' ' -f2 "$work/$side.txt" | median)
+  eps=$(cut -d' ' -f3 "$work/$side.txt" | median)
+  eval "${side}_auc=$auc ${side}_ll=$ll ${side}_eps=$eps"
+  printf '%-6s median: AUC %s  logloss %s  %s examples/s\n' "$side" "$auc" "$ll" "$eps"
+done
+awk -v a="$sampan_auc" -v b="$torch_auc" -v x="$sampan_eps" -v y="$torch_eps" \
+  'BEGIN { printf "sampan - torch: AUC %+.4f; speed %.2fx\n", a - b, x / y }'
