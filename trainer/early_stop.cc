@@ -182,6 +182,8 @@ absl::Status EarlyStop::AppendResult(const std::string& path) {
     epochs = e + 1;
     stopped = d->stop() && epochs < o_.config->data().epochs();
   }
+  // A `--resume` past its last epoch decided nothing in this launch.
+  if (epochs == 0) return absl::OkStatus();
   std::ofstream out(path, std::ios::app);
   out << "validation_auc=" << aucs << "\nepochs_trained=" << epochs
       << "\nstopped_early=" << (stopped ? 1 : 0) << "\n";

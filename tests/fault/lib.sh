@@ -65,9 +65,12 @@ data_dir() {
 
 write_job() {  # dir [extra yaml]
   local data slice=""; data=$(data_dir)
-  # A job lengthened for room (FAULT_EPOCHS > 2) trains every epoch; a
-  # 2-epoch one stops early on a validation slice, as jobs do by default.
+  # A job lengthened for room (FAULT_EPOCHS > 2), or one that must write
+  # all its rows (FAULT_VALIDATION=0: disk_full fills a disk), trains every
+  # epoch; a 2-epoch one stops early on a validation slice, as jobs do by
+  # default.
   [ "$FAULT_EPOCHS" -le 2 ] || slice="validation_fraction: 0"
+  [ -z "${FAULT_VALIDATION:-}" ] || slice="validation_fraction: $FAULT_VALIDATION"
   cat > "$1.yaml" <<YAML
 name: fault
 output_dir: $1
