@@ -145,8 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const double validation = size > 1 ? data[size - 2] / 256.0 : 0.25;
     for (const std::string& path : {plain, gz}) {
       if (path == gz && !zipped) continue;
-      auto split = sampan::FindHoldoutSplit(path, parse.format, holdout,
-                                            validation);
+      auto split =
+          sampan::FindHoldoutSplit(path, parse.format, holdout, validation);
       if (!split.ok() || split->validation_start > split->tail_start) {
         __builtin_trap();
       }
