@@ -17,6 +17,7 @@
 #include "common/coordinator_epoch.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/retry.h"
 #include "common/security.h"
 #include "coordinator/checkpoint_store.h"
 #include "proto/ps.grpc.pb.h"
@@ -335,13 +336,13 @@ class CheckpointerImpl final : public Checkpointer {
   }
 
   // Retries while the pserver is unavailable (restarting), within the
-  // round's timeout; each attempt has its own deadline.
-  std::string SnapshotPserver(size_t i, const std::string& address,
-                              const Round& round, const std::string& dir,
+  // round's timeout; each attempt has its own deadline. A pserver that
+  // restarts registers again, perhaps on another port: each retry asks the
+  // fleet for pserver i's address now, not the one the round began with.
+  std::string SnapshotPserver(size_t i, std::string address, const Round& round,
+                              const std::string& dir,
                               std::vector<coord::ManifestFile>* files) {
     if (address.empty()) return absl::StrCat("pserver ", i, " not registered");
-    auto stub =
-        ps::SparseTable::NewStub(grpc::CreateChannel(address, credentials_));
     ps::CheckpointRequest req;
     req.set_epoch(round.epoch);
     // The pserver derives the same directory from its own config.
@@ -351,9 +352,17 @@ class CheckpointerImpl final : public Checkpointer {
     // their arrival), so none resumes pushing while a snapshot may still be
     // taken, which would put pushes past its recorded position into it.
     const absl::Time limit = round.start + timeout_;
-    absl::Duration backoff = absl::Milliseconds(50);
+    Backoff backoff(absl::Milliseconds(50), absl::Seconds(1),
+                    limit - absl::Now());
+    std::unique_ptr<ps::SparseTable::Stub> stub;
+    std::string stub_address;
     while (true) {
       if (fence_.superseded()) return kSuperseded;
+      if (stub == nullptr || stub_address != address) {
+        stub = ps::SparseTable::NewStub(
+            grpc::CreateChannel(address, credentials_));
+        stub_address = address;
+      }
       std::error_code ec;
       fs::remove_all(snapshot, ec);  // a failed attempt's partial copy
       grpc::ClientContext ctx;
@@ -372,14 +381,15 @@ class CheckpointerImpl final : public Checkpointer {
         }
         return "";
       }
-      const bool retry = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                         s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
-      if (!retry || absl::Now() + backoff >= limit) {
+      // Not run (unreached or refused): a restarting pserver.
+      if (!IsRefusedOrUnreached(s.error_code()) || !backoff.Wait()) {
         return absl::StrCat("Checkpoint RPC to pserver ", i, " at ", address,
                             ": ", s.error_message());
       }
-      absl::SleepFor(backoff);
-      backoff = std::min(backoff * 2, absl::Seconds(1));
+      const ShardMap now = fleet_.map();
+      if (i < now.addresses.size() && !now.addresses[i].empty()) {
+        address = now.addresses[i];
+      }
     }
   }
 

@@ -129,6 +129,38 @@ TEST(Checkpointer, SnapshotsEveryPserverAtOnce) {
   server->Shutdown();
 }
 
+// A pserver restarted during a round registers on another port: the round's
+// retries follow the fleet's map to it instead of calling the dead address
+// until the round's timeout abandons it.
+TEST(Checkpointer, FollowsARestartedPserverToItsNewAddress) {
+  GatheringPservers fake(1);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&fake);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  // Port 1 refuses connections: the address the round begins with.
+  const ShardMap before = InitialShardMap(4, {"127.0.0.1:1"});
+  const ShardMap after = InitialShardMap(4, {absl::StrCat("127.0.0.1:", port)});
+  absl::Mutex mu;
+  int calls = 0;
+  const JobConfig config = Job("restarted", 30);
+  auto c = Checkpointer::Create(config, CheckpointFleet{[&] {
+                                  absl::MutexLock lock(&mu);
+                                  return calls++ == 0 ? before : after;
+                                }});
+  coord::CheckpointArriveResponse r1;
+  std::thread other([&] { r1 = Arrive(c.get(), 1, 222); });
+  const absl::Time start = absl::Now();
+  const coord::CheckpointArriveResponse r0 = Arrive(c.get(), 0, 111);
+  other.join();
+  EXPECT_TRUE(r0.completed()) << r0.reason();
+  EXPECT_EQ(fake.most(), 1);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  server->Shutdown();
+}
+
 TEST(Checkpointer, AbandonsWhenATrainerStaysAway) {
   const JobConfig config = Job("abandon", 0.3);
   auto c = Make(config);
