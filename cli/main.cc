@@ -66,7 +66,10 @@ commands:
   validate JOB.yaml       check a job config; exit status 2 on any error
   train-local JOB.yaml    train the job's model (any type, incl. DNN,
                           WIDE_DEEP, DEEPFM, DCN_V2) in this process with an
-                          in-memory table; prints test AUC, logloss, COPC
+                          in-memory table; prints test AUC, logloss, COPC.
+                          --curve_points=N: score the test set N times
+                          while training, for report.html (10; 0: at the
+                          end only, e.g. to time training alone)
   eval MODEL DATA         score a model on a data file of its format;
                           prints AUC, logloss, COPC and rows. MODEL: an
                           exported model (<output_dir>/model of a finished
@@ -523,17 +526,22 @@ int PredictMain(int argc, char** argv) {
 }
 
 int TrainLocalMain(int argc, char** argv) {
-  if (argc != 3) {
-    return ConfigError(
-        absl::InvalidArgumentError("usage: sampan train-local JOB.yaml"));
+  absl::StatusOr<Flags> flags = Flags::Parse(argc, argv, 2, {"curve_points"});
+  if (!flags.ok()) return ConfigError(flags.status());
+  absl::StatusOr<int64_t> points = flags->GetInt("curve_points", 10);
+  if (!points.ok()) return ConfigError(points.status());
+  if (flags->positional().size() != 1 || *points < 0 || *points > 1000) {
+    return ConfigError(absl::InvalidArgumentError(
+        "usage: sampan train-local JOB.yaml [--curve_points=N in [0, 1000]]"));
   }
-  absl::StatusOr<JobConfig> config = LoadJobConfig(argv[2]);
+  const std::string path = flags->positional()[0];
+  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
   if (!config.ok()) return ConfigError(config.status());
   if (absl::Status s = ValidateForTrainLocal(*config); !s.ok()) {
     return ConfigError(
-        absl::InvalidArgumentError(absl::StrCat(argv[2], ": ", s.message())));
+        absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message())));
   }
-  absl::Status s = TrainLocalJob(*config);
+  absl::Status s = TrainLocalJob(*config, static_cast<int>(*points));
   return s.ok() ? 0 : Fail(s);
 }
 

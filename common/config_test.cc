@@ -204,7 +204,7 @@ TEST(ConfigTest, UnknownNestedKey) {
       "job.yaml:3: model.embeding_dim: unknown field \"embeding_dim\" "
       "(expected one of: type, embedding_dim, hidden, cross_layers, "
       "dense_optimizer, num_fields, mode, field_embedding_dims, dense_device, "
-      "word2vec)");
+      "word2vec, seed)");
 }
 
 TEST(ConfigTest, FieldEmbeddingDims) {

@@ -49,23 +49,25 @@ rising() {  # aucs stopped
 }
 
 # 1. Hogwild FM with a step size far too large: the validation AUC peaks,
-#    then falls; training stops there, on both trainers.
-write_job fm "type: FM, embedding_dim: 8" "type: ADAGRAD, learning_rate: 0.5" 8
+#    then falls; training stops there, on both trainers. Where it peaks
+#    varies with the Hogwild order (epoch 6 here, 8 once on a loaded
+#    machine): 14 epochs leave room for the fall.
+write_job fm "type: FM, embedding_dim: 8" "type: ADAGRAD, learning_rate: 0.5" 14
 out=$("$SAMPAN" run "$TMP/fm.yaml" 2>&1); rc=$?
 aucs=$(result fm validation_auc); n=$(result fm epochs_trained)
 stopped=$(result fm stopped_early)
-if [ $rc -eq 0 ] && [ "$stopped" = 1 ] && [ "${n:-0}" -ge 2 ] && [ "$n" -lt 8 ] &&
+if [ $rc -eq 0 ] && [ "$stopped" = 1 ] && [ "${n:-0}" -ge 2 ] && [ "$n" -lt 14 ] &&
    [ "$(tr ',' '\n' <<< "$aucs" | wc -l)" = "$n" ] && rising "$aucs" 1; then
-  pass "fm: stopped early after epoch $n of 8 (validation AUC $aucs)"
+  pass "fm: stopped early after epoch $n of 14 (validation AUC $aucs)"
 else
   fail "fm: exit $rc, stopped '$stopped' after '$n' epochs, AUCs '$aucs': $(tail -3 <<< "$out")"
 fi
 for r in 0 1; do
-  grep -q "validation AUC .* after epoch $n did not rise; stopping early ($n of 8" \
+  grep -q "validation AUC .* after epoch $n did not rise; stopping early ($n of 14" \
     "$TMP/fm/logs/trainer-$r.log" && pass "fm: trainer $r stopped after epoch $n" \
     || fail "fm: trainer $r did not log its stop after epoch $n"
 done
-grep -q "^validation AUC by epoch: .*; stopped early after epoch $n of 8" <<< "$out" \
+grep -q "^validation AUC by epoch: .*; stopped early after epoch $n of 14" <<< "$out" \
   && pass "fm: the job summary shows the epochs" || fail "fm: no summary line: $out"
 scored=$(grep -ho "scored [0-9]* validation rows after epoch 1 " "$TMP"/fm/logs/trainer-*.log \
   | awk '{ s += $2 } END { print s }')

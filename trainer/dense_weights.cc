@@ -69,6 +69,59 @@ class Local : public DenseWeights {
   DenseParams* const params_;
 };
 
+// train-local in HYBRID / SYNC: one loop whose steps are every thread's
+// batches (as a `sampan run` rank's); their gradients are summed and
+// applied as one step, the per-example mean over the step's examples.
+class LocalLockstep : public DenseWeights {
+ public:
+  explicit LocalLockstep(DenseParams* params) : params_(params) {}
+
+  class LocalLockstepStep : public Step {
+   public:
+    LocalLockstepStep(DenseParams* p, int group)
+        : params_(p), weights_(p->size()), grads_(group) {}
+    absl::Status Begin(int batches, size_t examples) override {
+      batches_ = batches;
+      examples_ = examples;
+      if (batches == 0) return absl::OkStatus();
+      params_->Snapshot(weights_.data());
+      for (int i = 0; i < batches; ++i) {
+        grads_[i].assign(params_->size(), 0.0f);
+      }
+      return absl::OkStatus();
+    }
+    const float* weights() override { return weights_.data(); }
+    float* grads(int worker) override { return grads_[worker].data(); }
+    absl::StatusOr<bool> End() override {
+      if (batches_ == 0) return false;
+      std::vector<float>& sum = grads_[0];
+      for (int i = 1; i < batches_; ++i) {
+        const std::vector<float>& g = grads_[i];
+        for (size_t k = 0; k < g.size(); ++k) sum[k] += g[k];
+      }
+      absl::Status s = params_->Apply(sum.data(), 1.0f / examples_);
+      if (!s.ok()) return s;
+      return true;
+    }
+
+   private:
+    DenseParams* const params_;
+    std::vector<float> weights_;
+    std::vector<std::vector<float>> grads_;  // one per worker of the group
+    int batches_ = 0;
+    size_t examples_ = 0;
+  };
+
+  size_t size() const override { return params_->size(); }
+  bool lockstep() const override { return true; }
+  std::unique_ptr<Step> NewStep(int group) override {
+    return std::make_unique<LocalLockstepStep>(params_, group);
+  }
+
+ private:
+  DenseParams* const params_;
+};
+
 class Pserver : public DenseWeights {
  public:
   Pserver(const AsyncDense* layout, PsClient* client, int row_dim)
@@ -171,6 +224,10 @@ class Lockstep : public DenseWeights {
 
 std::unique_ptr<DenseWeights> LocalDenseWeights(DenseParams* params) {
   return std::make_unique<Local>(params);
+}
+
+std::unique_ptr<DenseWeights> LocalLockstepDenseWeights(DenseParams* params) {
+  return std::make_unique<LocalLockstep>(params);
 }
 
 std::unique_ptr<DenseWeights> PserverDenseWeights(const AsyncDense* layout,

@@ -1,7 +1,13 @@
 // The three homes of a model's dense weights, as the step loop
 // (trainer/step_loop.h) sees them:
-//  - LocalDenseWeights: train-local's DenseParams; each batch computes on a
-//    snapshot and applies its per-example mean gradient (Hogwild).
+//  - LocalDenseWeights: train-local's DenseParams in model.mode ASYNC; each
+//    batch computes on a snapshot and applies its per-example mean gradient
+//    (Hogwild).
+//  - LocalLockstepDenseWeights: train-local's DenseParams in HYBRID and SYNC
+//    (deep models' default): one loop whose steps are every thread's
+//    batches, computed on one snapshot; their gradients are summed and one
+//    optimizer step applies the mean over the step's examples (a
+//    `sampan run` rank's step, with one rank).
 //  - PserverDenseWeights: `sampan run` ASYNC, and LR/FM with dense inputs;
 //    rows of the pservers' dense table (trainer/async_dense.h), pulled
 //    before each batch and pushed (the per-example mean) after it.
@@ -25,6 +31,7 @@ namespace sampan {
 
 // Not owned; `params` outlives the result.
 std::unique_ptr<DenseWeights> LocalDenseWeights(DenseParams* params);
+std::unique_ptr<DenseWeights> LocalLockstepDenseWeights(DenseParams* params);
 
 // `layout` maps the weights to rows of `client`'s table (row_dim floats).
 std::unique_ptr<DenseWeights> PserverDenseWeights(const AsyncDense* layout,

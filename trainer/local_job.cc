@@ -83,6 +83,7 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   o.model.embedding_dim = c.model().embedding_dim();
   o.model.hidden.assign(c.model().hidden().begin(), c.model().hidden().end());
   o.model.cross_layers = c.model().cross_layers();
+  o.model.seed = c.model().seed() > 0 ? c.model().seed() : 1;
   o.model.field_dims.assign(c.model().field_embedding_dims().begin(),
                             c.model().field_embedding_dims().end());
   if (int(o.model.field_dims.size()) > o.model.fields) {
@@ -100,13 +101,17 @@ absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& c) {
   o.dense.initial_accumulator = d.initial_accumulator();
   o.dense.l2 = d.l2();
   o.threads = c.cluster().threads_per_trainer();
+  // As `sampan run` trains a rank: deep models in lockstep but in ASYNC
+  // (LR and FM keep their few dense weights Hogwild, as ASYNC does).
+  o.lockstep_dense = c.model().mode() != ModelConfig::ASYNC &&
+                     c.model().type() != LR && c.model().type() != FM;
   o.batch_size = c.data().batch_size();
   o.epochs = c.data().epochs();
   o.shuffle = c.data().shuffle();
   return o;
 }
 
-absl::Status TrainLocalJob(const JobConfig& c) {
+absl::Status TrainLocalJob(const JobConfig& c, int curve_points) {
   if (IsWordJob(c)) return TrainWordsLocal(c);
   absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(c);
   if (!o.ok()) return o.status();
@@ -132,8 +137,10 @@ absl::Status TrainLocalJob(const JobConfig& c) {
     MergeRareSigns(c.data().min_feature_count(), &*train,
                    {&*test, &*validation});
   }
-  // Ten points on the report's curves.
-  o->eval_every = std::max<uint64_t>(1, train->size() * o->epochs / 10);
+  o->eval_every =
+      curve_points > 0
+          ? std::max<uint64_t>(1, train->size() * o->epochs / curve_points)
+          : 0;
   o->export_dir = ModelDir(c);
   absl::StatusOr<LocalTrainResult> r =
       TrainLocal(*train, test->size() > 0 ? &*test : nullptr, *o);

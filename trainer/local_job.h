@@ -20,7 +20,11 @@ namespace sampan {
 // The local-training options a job config asks for.
 absl::StatusOr<LocalTrainOptions> LocalOptionsFromJob(const JobConfig& config);
 
-absl::Status TrainLocalJob(const JobConfig& config);
+// Trains and scores the job's model in this process (word vectors too). The
+// test set is also scored `curve_points` times during training, evenly
+// spaced, for report.html's curves (0: only at the end); that scoring is
+// training time, so benchmarks that compare speed pass 0.
+absl::Status TrainLocalJob(const JobConfig& config, int curve_points = 10);
 
 }  // namespace sampan
 

@@ -41,8 +41,13 @@ class LocalTrainer : public StepObserver {
     sync_ = NewLocalDenseSync();
     dense_ = std::make_unique<DenseParams>(std::move(initial), options.dense,
                                            sync_.get());
-    weights_ = model_.dense_size() > 0 ? LocalDenseWeights(dense_.get())
-                                       : NoDenseWeights();
+    if (model_.dense_size() == 0) {
+      weights_ = NoDenseWeights();
+    } else if (options.lockstep_dense) {
+      weights_ = LocalLockstepDenseWeights(dense_.get());
+    } else {
+      weights_ = LocalDenseWeights(dense_.get());
+    }
   }
 
   absl::StatusOr<LocalTrainResult> Run() {

@@ -36,6 +36,12 @@ struct LocalTrainOptions {
   // The optimizer of the dense weights (deep models only).
   DenseOptimizerOptions dense;
   int threads = 2;
+  // Deep models: each step trains `threads` batches on the rows and dense
+  // weights as it found them, one push and one dense update for them all
+  // (step_loop.h's lockstep; model.mode HYBRID and SYNC, as a `sampan run`
+  // rank trains); false: every thread's batch is its own step on a snapshot
+  // that may be a few steps stale (Hogwild; ASYNC).
+  bool lockstep_dense = true;
   size_t batch_size = 1024;
   int epochs = 1;
   // Shuffle the example order every epoch (seeded by `seed`).

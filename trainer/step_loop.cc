@@ -141,6 +141,7 @@ class Loop {
       : o_(o),
         group_(group),
         failed_(failed),
+        merge_(o.dense->lockstep() && group > 1 && o.words == nullptr),
         workers_(group),
         step_(o.dense->NewStep(group)) {
     if (o.dense->lockstep()) workers_[0].ws.gpu = o.gpu;
@@ -173,6 +174,7 @@ class Loop {
         if (begun.ok() && st.ok()) {
           crew.Run(n, train);
           for (int i = 0; i < n && st.ok(); ++i) st = results[i];
+          if (st.ok() && merge_ && n > 0) st = PushMerged(n);
           if (st.ok() && o_.flush_each_step && n > 0) st = o_.rows->Flush();
         }
         if (!begun.ok()) {
@@ -233,6 +235,8 @@ class Loop {
                             w.probs.data(), &w.ws,
                             hook != nullptr ? *hook : CtrModel::GradReadyFn());
     }
+    w.loss = loss;
+    if (merge_) return absl::OkStatus();  // PushMerged pushes and reports
     if (w.keys.empty()) {
       return o_.observer != nullptr ? o_.observer->Trained(w, loss)
                                     : absl::OkStatus();
@@ -248,10 +252,61 @@ class Loop {
                                   : absl::OkStatus();
   }
 
+  // A lockstep step's batches were all computed on the rows as they were
+  // when the step began: their gradients are summed per key and pushed once,
+  // so the step updates each row as one batch of all their examples would
+  // (two pushes of gradients computed on the same rows would each take a
+  // full Adagrad step: bench/RESULTS.md, 2026-12-03). Then the observer
+  // hears of each batch.
+  absl::Status PushMerged(int n) {
+    const int row_dim = o_.model->row_dim();
+    merged_.dedup.Reset(workers_[0].keys.size() * n);
+    merged_.grads.clear();
+    merged_.shows.clear();
+    merged_.clicks.clear();
+    for (int i = 0; i < n; ++i) {
+      const Worker& w = workers_[i];
+      for (size_t k = 0; k < w.keys.size(); ++k) {
+        const uint32_t row = merged_.dedup.Index(w.keys[k]);
+        if (row == merged_.shows.size()) {
+          merged_.shows.push_back(0.0f);
+          merged_.clicks.push_back(0.0f);
+          merged_.grads.resize(merged_.grads.size() + row_dim, 0.0f);
+        }
+        merged_.shows[row] += w.shows[k];
+        merged_.clicks[row] += w.clicks[k];
+        float* g = &merged_.grads[size_t(row) * row_dim];
+        const float* add = &w.grads[k * row_dim];
+        for (int d = 0; d < row_dim; ++d) g[d] += add[d];
+      }
+    }
+    merged_.dedup.TakeKeys(&merged_.keys);
+    if (!merged_.keys.empty()) {
+      PushBatch push;
+      push.keys = merged_.keys;
+      push.grads = merged_.grads.data();
+      push.shows = merged_.shows.data();
+      push.clicks = merged_.clicks.data();
+      if (absl::Status s = o_.rows->Push(push); !s.ok()) return s;
+    }
+    if (o_.observer == nullptr) return absl::OkStatus();
+    for (int i = 0; i < n; ++i) {
+      absl::Status s = o_.observer->Trained(workers_[i], workers_[i].loss);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
   const StepLoopOptions& o_;
   const int group_;
   std::atomic<bool>* const failed_;
+  const bool merge_;  // lockstep crews of 2+: one push a step
   std::vector<Worker> workers_;
+  struct Merged {
+    KeyDedup dedup;
+    std::vector<uint64_t> keys;
+    std::vector<float> grads, shows, clicks;
+  } merged_;
   const std::unique_ptr<DenseWeights::Step> step_;
 };
 

@@ -14,9 +14,12 @@
 //    DenseParams, ASYNC's pserver rows): `threads` loops, each taking one
 //    batch per step; a step begins by reading the weights and ends by
 //    applying (or pushing) its dense gradient;
-//  - lockstep (HYBRID, SYNC): one loop per rank, each step `threads` batches
-//    trained at once by a crew of threads, their dense gradients summed and
-//    then averaged across ranks; every rank takes the same steps.
+//  - lockstep (HYBRID, SYNC; train-local's deep models but in ASYNC): one
+//    loop per rank, each step `threads` batches trained at once by a crew of
+//    threads on the rows and weights as the step found them; their sparse
+//    gradients are summed per key into one push, their dense gradients
+//    summed and then averaged across ranks; every rank takes the same steps.
+//    A step thus learns as one batch of all its examples would.
 // With a CheckpointGate every step passes it (Enter, Took, Leave), so a
 // checkpoint sees no step in flight.
 //
@@ -68,6 +71,7 @@ std::unique_ptr<SparseStore> FleetRows(PsClient* client, int row_dim);
 struct Worker : BatchKeys {
   Batch batch;
   std::vector<float> rows, grads, probs;
+  double loss = 0;  // the last batch's summed log loss
   CtrModel::Workspace ws;
   WordModel::Workspace words;
   PullPositions positions;

@@ -1,6 +1,7 @@
 #include "trainer/step_loop.h"
 
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -269,13 +270,20 @@ TEST(StepLoopTest, StopTakesNoMoreBatches) {
   EXPECT_EQ(source.taken(), 0u);
 }
 
-TEST(StepLoopTest, LocalDenseWeightsApplyTheMeanGradient) {
+// FM's two dense weights (the dense input's and its bias) at zero under
+// plain SGD with step size 1.
+std::unique_ptr<DenseParams> SgdParams() {
   const CtrModel model(Fm(true));
-  std::vector<float> initial(model.dense_size(), 0.0f);
   DenseOptimizerOptions sgd;
   sgd.rule = DenseRule::kSgd;
   sgd.learning_rate = 1.0f;
-  DenseParams params(initial, sgd, nullptr);
+  return std::make_unique<DenseParams>(
+      std::vector<float>(model.dense_size(), 0.0f), sgd, nullptr);
+}
+
+TEST(StepLoopTest, LocalDenseWeightsApplyTheMeanGradient) {
+  std::unique_ptr<DenseParams> p = SgdParams();
+  DenseParams& params = *p;
   auto weights = LocalDenseWeights(&params);
   auto step = weights->NewStep(1);
   ASSERT_TRUE(step->Begin(1, 4).ok());
@@ -286,6 +294,115 @@ TEST(StepLoopTest, LocalDenseWeightsApplyTheMeanGradient) {
   EXPECT_FLOAT_EQ(now[0], -0.5f);
   ASSERT_TRUE(step->Begin(0, 0).ok());
   EXPECT_FALSE(*step->End());
+}
+
+TEST(StepLoopTest, LocalLockstepDenseWeightsApplyOneStepOfTheMean) {
+  std::unique_ptr<DenseParams> p = SgdParams();
+  DenseParams& params = *p;
+  auto weights = LocalLockstepDenseWeights(&params);
+  ASSERT_TRUE(weights->lockstep());
+  auto step = weights->NewStep(2);
+  ASSERT_TRUE(step->Begin(2, 8).ok());
+  step->grads(0)[0] = 2.0f;  // worker 0's batch, summed over its examples
+  step->grads(1)[0] = 6.0f;  // worker 1's
+  EXPECT_EQ(step->weights()[0], 0.0f);
+  ASSERT_TRUE(*step->End());
+  std::vector<float> now(params.size());
+  params.Snapshot(now.data());
+  EXPECT_FLOAT_EQ(now[0], -1.0f);  // one step of (2 + 6) / 8
+  // The next step computes on the updated weights, its gradients zeroed.
+  ASSERT_TRUE(step->Begin(1, 4).ok());
+  EXPECT_FLOAT_EQ(step->weights()[0], -1.0f);
+  EXPECT_EQ(step->grads(0)[0], 0.0f);
+  ASSERT_TRUE(*step->End());
+  params.Snapshot(now.data());
+  EXPECT_FLOAT_EQ(now[0], -1.0f);
+  ASSERT_TRUE(step->Begin(0, 0).ok());
+  EXPECT_FALSE(*step->End());
+}
+
+// Records every push (keys, summed gradients, shows, clicks) on its way to
+// an in-process table.
+class RecordingRows : public SparseStore {
+ public:
+  explicit RecordingRows(SparseStore* rows, int row_dim)
+      : rows_(rows), row_dim_(row_dim) {}
+  struct Row {
+    std::vector<float> grad;
+    float show = 0, click = 0;
+  };
+  absl::Status Pull(absl::Span<const uint64_t> keys, bool training, float* rows,
+                    PullPositions* positions) override {
+    return rows_->Pull(keys, training, rows, positions);
+  }
+  absl::Status Push(const PushBatch& push) override {
+    std::map<uint64_t, Row> p;
+    for (size_t k = 0; k < push.keys.size(); ++k) {
+      Row& r = p[push.keys[k]];
+      r.grad.assign(push.grads + k * row_dim_, push.grads + (k + 1) * row_dim_);
+      r.show = push.shows[k];
+      r.click = push.clicks[k];
+    }
+    EXPECT_EQ(p.size(), push.keys.size()) << "a key pushed twice in one push";
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pushes.push_back(std::move(p));
+    }
+    return rows_->Push(push);
+  }
+  absl::Status Flush() override { return rows_->Flush(); }
+  std::mutex mu_;
+  std::vector<std::map<uint64_t, Row>> pushes;
+
+ private:
+  SparseStore* const rows_;
+  const int row_dim_;
+};
+
+TEST(StepLoopTest, ALockstepStepPushesItsBatchesSummedOnce) {
+  // Rows and weights that never move (learning rates 0): a batch's
+  // gradients depend on the batch only. Two threads in lockstep must push
+  // once a step, each key's gradient, shows and clicks the sums of what
+  // one thread pushed for the step's two batches.
+  std::vector<std::map<uint64_t, RecordingRows::Row>> pushes[2];
+  for (int threads : {1, 2}) {
+    Rig rig(true, /*learning_rate=*/0.0f, /*init_range=*/0.1f);
+    RecordingLockstep dense(rig.model.dense_size());
+    dense.weights_[0] = 0.3f;
+    dense.lr = 0;
+    RecordingRows rows(rig.rows.get(), rig.model.row_dim());
+    VectorSource source(4, 16, 8);
+    Counter counter;
+    StepLoopOptions o = rig.Options(&source, &dense, threads, &counter);
+    o.rows = &rows;
+    ASSERT_TRUE(RunStepLoop(o).ok());
+    EXPECT_EQ(counter.batches, 4);  // the observer hears of every batch
+    pushes[threads - 1] = rows.pushes;
+  }
+  ASSERT_EQ(pushes[0].size(), 4u);
+  ASSERT_EQ(pushes[1].size(), 2u);
+  for (int step = 0; step < 2; ++step) {
+    std::map<uint64_t, RecordingRows::Row> want = pushes[0][2 * step];
+    for (const auto& [key, r] : pushes[0][2 * step + 1]) {
+      RecordingRows::Row& w = want[key];
+      if (w.grad.empty()) w.grad.assign(r.grad.size(), 0.0f);
+      for (size_t d = 0; d < r.grad.size(); ++d) w.grad[d] += r.grad[d];
+      w.show += r.show;
+      w.click += r.click;
+    }
+    const std::map<uint64_t, RecordingRows::Row>& got = pushes[1][step];
+    ASSERT_EQ(got.size(), want.size()) << "step " << step;
+    for (const auto& [key, w] : want) {
+      auto it = got.find(key);
+      ASSERT_NE(it, got.end()) << "step " << step << " lost key " << key;
+      EXPECT_EQ(it->second.show, w.show);
+      EXPECT_EQ(it->second.click, w.click);
+      for (size_t d = 0; d < w.grad.size(); ++d) {
+        EXPECT_NEAR(it->second.grad[d], w.grad[d], 1e-5f)
+            << "step " << step << " key " << key << " float " << d;
+      }
+    }
+  }
 }
 
 }  // namespace
