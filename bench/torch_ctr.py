@@ -1,16 +1,18 @@
 #!/usr/bin/python3
-"""A PyTorch reference for Sampan's LR and FM (issue 26): the same features,
+"""A PyTorch reference for Sampan's LR, FM, DeepFM and DCN-v2 (issue 26): the same features,
 initialisation and update rules, so that an AUC gap between the two is
 Sampan's to explain. A bench peer only: never a dependency of the product.
 
 Usage (Debian's python3-torch; run with /usr/bin/python3):
-  bench/torch_ctr.py --data=criteo.tsv[.gz] [--holdout=0.1] [--model=fm|lr]
+  bench/torch_ctr.py --data=criteo.tsv[.gz] [--holdout=0.1]
+      [--model=fm|lr|deepfm|dcn] [--hidden=400,400,400] [--cross_layers=3]
       [--dim=8] [--lr=0.05] [--batch=1024] [--epochs=1] [--threads=2]
       [--int=buckets|both] [--empty] [--min_count=0] [--dense_lr=0.01]
       [--w_start=1] [--v_start=1000] [--init=0.01] [--seed=1]
 Prints one line: model, AUC, logloss and rows of the held-out tail, training
 examples/s (the training loop alone, as `sampan train-local` reports it)
-and the BLAS torch was built with.
+and the BLAS library torch called (libblas.so.3: reference BLAS, or
+OpenBLAS where libopenblas0 is installed).
 
 What it mirrors (trainer/data/formats.cc, trainer/model/ctr_model.h,
 sparse_table/accessor.cc):
@@ -24,7 +26,11 @@ sparse_table/accessor.cc):
     there share one row per field. A token never trained is no feature.
   - The last --holdout of the file's non-empty lines is the test set.
   - logit = b + sum_j w_j [+ 1/2 sum_k ((sum_f v_fk)^2 - sum_f v_fk^2)]
-    [+ d . w_d + b_d]; the bias b is a row like the others.
+    [+ d . w_d + b_d] [+ MLP(cross^L([e, d]))]; the bias b is a row like
+    the others; e is the per-field sums of the rows' v (B x 39*dim), the
+    MLP's hidden layers ReLU, DCN-v2's cross layers x' = x0 * (x W + b) + x.
+  - Dense: w_d, b_d start at 0; MLP and cross W Glorot-uniform (cross:
+    sqrt(6 / 2n)), b 0.
   - Rows: w starts at 0, v uniform in [-init, init]; row-wise Adagrad with
     one squared-gradient sum per block (w, v), grown by the block's mean
     square, starting at --w_start / --v_start; gradients summed over the
@@ -34,10 +40,23 @@ sparse_table/accessor.cc):
 import argparse
 import gzip
 import math
+import os
 import sys
 import time
 
-import torch
+
+def _threads():
+    for arg in sys.argv[1:]:
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "2"
+
+
+# OpenBLAS starts a thread per core unless told: the reference gets the
+# threads Sampan gets. OPENBLAS_CORETYPE=Haswell (from the caller) holds it
+# to AVX2 kernels on an AVX-512 machine, the class Sampan is built for.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", _threads())
+import torch  # noqa: E402
 
 
 def tokens(cols, int_mode, empty):
@@ -76,8 +95,9 @@ def load(path, holdout, int_mode, empty):
 
 
 def index(rows, vocab):
-    """Flat feature ids, per-row offsets, labels and dense inputs."""
-    ids, offsets, labels, dense = [], [0], [], []
+    """Flat feature ids, per-row offsets, labels, dense inputs and each
+    feature's field (slot - 1)."""
+    ids, fields, offsets, labels, dense = [], [], [0], [], []
     for label, feats, d in rows:
         for ft in feats:
             i = vocab.get(ft)
@@ -85,12 +105,14 @@ def index(rows, vocab):
                 i = vocab.get((ft[0], None))  # the field's rare row
             if i is not None:
                 ids.append(i)
+                fields.append(ft[0] - 1)
         offsets.append(len(ids))
         labels.append(label)
         dense.append(d)
     return (torch.tensor(ids, dtype=torch.long),
             torch.tensor(offsets, dtype=torch.long),
-            torch.tensor(labels), torch.tensor(dense))
+            torch.tensor(labels), torch.tensor(dense),
+            torch.tensor(fields, dtype=torch.long))
 
 
 def auc_logloss(p, y):
@@ -111,36 +133,81 @@ def auc_logloss(p, y):
     return float(auc), float(ll)
 
 
+FIELDS = 39
+
+
 class Model:
     def __init__(self, n, a):
         g = torch.Generator().manual_seed(a.seed)
-        self.fm = a.model == "fm"
+        self.kind = a.model
+        self.fm = a.model in ("fm", "deepfm")
+        self.deep = a.model in ("deepfm", "dcn")
+        self.emb = a.model != "lr"
         self.dim = a.dim
         self.w = torch.zeros(n + 1)  # row n: the bias
         self.gw = torch.full((n + 1,), a.w_start)
-        if self.fm:
+        if self.emb:
             self.v = (torch.rand(n + 1, a.dim, generator=g) * 2 - 1) * a.init
             self.gv = torch.full((n + 1,), a.v_start)
         self.dense = a.int == "both"
+        params = []
         if self.dense:
             self.wd = torch.zeros(13, requires_grad=True)
             self.bd = torch.zeros(1, requires_grad=True)
-            self.adam = torch.optim.Adam([self.wd, self.bd], lr=a.dense_lr)
+            params += [self.wd, self.bd]
+        self.cross, self.mlp = [], []
+        if self.deep:
+            width = FIELDS * a.dim + (13 if self.dense else 0)
+
+            def glorot(i, o, limit):
+                W = ((torch.rand(i, o, generator=g) * 2 - 1) *
+                     limit).requires_grad_(True)
+                return W, torch.zeros(o, requires_grad=True)
+
+            # ctr_model.cc: Glorot-uniform W (cross layers: sqrt(6 / 2n)),
+            # zero b.
+            if self.kind == "dcn":
+                for _ in range(a.cross_layers):
+                    self.cross.append(glorot(width, width,
+                                             math.sqrt(6 / (2 * width))))
+            sizes = [width] + a.hidden + [1]
+            for i, o in zip(sizes[:-1], sizes[1:]):
+                self.mlp.append(glorot(i, o, math.sqrt(6 / (i + o))))
+            for W, b in self.cross + self.mlp:
+                params += [W, b]
+        self.params = params
+        self.adam = (torch.optim.Adam(params, lr=a.dense_lr)
+                     if params else None)
         self.bias = n
         self.lr = a.lr
 
-    def logits(self, rows, seg, w_feat, w_bias, v_feat, d):
+    def logits(self, rows, seg, fields, w_feat, w_bias, v_feat, d):
         out = torch.zeros(rows).index_add_(0, seg, w_feat) + w_bias
+        if self.emb:
+            # e: the per-field sums of the rows' v (B x fields*dim).
+            e = torch.zeros(rows * FIELDS, self.dim).index_add_(
+                0, seg * FIELDS + fields, v_feat).view(rows, FIELDS,
+                                                        self.dim)
         if self.fm:
-            s = torch.zeros(rows, self.dim).index_add_(0, seg, v_feat)
-            sq = torch.zeros(rows, self.dim).index_add_(0, seg,
-                                                        v_feat * v_feat)
-            out = out + 0.5 * (s * s - sq).sum(1)
+            s = e.sum(1)
+            out = out + 0.5 * (s * s - (e * e).sum(1)).sum(1)
         if self.dense:
             out = out + d @ self.wd + self.bd
+        if self.deep:
+            x0 = e.reshape(rows, -1)
+            if self.dense:
+                x0 = torch.cat([x0, d], 1)
+            x = x0
+            for W, b in self.cross:
+                x = x0 * (x @ W + b) + x
+            for k, (W, b) in enumerate(self.mlp):
+                x = x @ W + b
+                if k + 1 < len(self.mlp):
+                    x = torch.relu(x)
+            out = out + x[:, 0]
         return out
 
-    def step(self, ids, offsets, y, d):
+    def step(self, ids, offsets, y, d, fields):
         rows = len(y)
         seg = torch.repeat_interleave(torch.arange(rows),
                                       offsets[1:] - offsets[:-1])
@@ -148,45 +215,48 @@ class Model:
         uniq, inv = torch.unique(ids, return_inverse=True)
         rows_w = torch.cat([uniq, torch.tensor([self.bias])])
         w = self.w[rows_w].clone().requires_grad_(True)
-        v = self.v[uniq].clone().requires_grad_(True) if self.fm else None
-        z = self.logits(rows, seg, w[inv], w[-1], v[inv] if self.fm else None,
-                        d)
+        v = self.v[uniq].clone().requires_grad_(True) if self.emb else None
+        z = self.logits(rows, seg, fields, w[inv], w[-1],
+                        v[inv] if self.emb else None, d)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(
             z, y, reduction="sum")
-        if self.dense:
+        if self.adam:
             self.adam.zero_grad()
         loss.backward()
         with torch.no_grad():
             gw = w.grad
             self.gw[rows_w] += gw * gw
             self.w[rows_w] -= self.lr * gw / self.gw[rows_w].sqrt()
-            if self.fm:
+            if self.emb:
                 gv = v.grad
                 self.gv[uniq] += (gv * gv).mean(1)
                 self.v[uniq] -= self.lr * gv / self.gv[uniq].sqrt()[:, None]
-            if self.dense:
-                # Dense: the per-example mean.
-                self.wd.grad /= rows
-                self.bd.grad /= rows
-        if self.dense:
+            # Dense: the per-example mean.
+            for p in self.params:
+                p.grad /= rows
+        if self.adam:
             self.adam.step()
         return float(loss)
 
     @torch.no_grad()
-    def predict(self, ids, offsets, d):
+    def predict(self, ids, offsets, d, fields):
         rows = len(offsets) - 1
         seg = torch.repeat_interleave(torch.arange(rows),
                                       offsets[1:] - offsets[:-1])
-        return torch.sigmoid(self.logits(rows, seg, self.w[ids],
+        return torch.sigmoid(self.logits(rows, seg, fields, self.w[ids],
                                          self.w[self.bias],
-                                         self.v[ids] if self.fm else None, d))
+                                         self.v[ids] if self.emb else None,
+                                         d))
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", required=True)
     p.add_argument("--holdout", type=float, default=0.1)
-    p.add_argument("--model", choices=["lr", "fm"], default="fm")
+    p.add_argument("--model", choices=["lr", "fm", "deepfm", "dcn"],
+                   default="fm")
+    p.add_argument("--hidden", default="400,400,400")
+    p.add_argument("--cross_layers", type=int, default=3)
     p.add_argument("--dim", type=int, default=8)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--batch", type=int, default=1024)
@@ -201,6 +271,7 @@ def main():
     p.add_argument("--init", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()
+    a.hidden = [int(h) for h in a.hidden.split(",") if h]
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     train, test = load(a.data, a.holdout, a.int, a.empty)
@@ -222,18 +293,24 @@ def main():
         for b in range(0, n, a.batch):
             e = min(n, b + a.batch)
             lo, hi = int(tr[1][b]), int(tr[1][e])
-            m.step(tr[0][lo:hi], tr[1][b:e + 1] - lo, tr[2][b:e], tr[3][b:e])
+            m.step(tr[0][lo:hi], tr[1][b:e + 1] - lo, tr[2][b:e], tr[3][b:e],
+                   tr[4][lo:hi])
     seconds = time.time() - start
-    prob = m.predict(*te[:2], te[3])
+    prob = m.predict(te[0], te[1], te[3], te[4])
     auc, ll = auc_logloss(prob.double(), te[2].double())
+    # torch's build says "generic" for Debian's: it calls libblas.so.3,
+    # whichever implementation the system's alternatives point that at.
     blas = "unknown"
-    for line in torch.__config__.show().splitlines():
-        if "BLAS_INFO=" in line:
-            blas = line.split("BLAS_INFO=")[1].split(",")[0]
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "blas" in line and ".so" in line:
+                blas = line.split()[-1]
+                break
     print("torch %s model=%s auc=%.4f logloss=%.4f test_rows=%d "
-          "examples_per_second=%.0f rows=%d threads=%d blas=%s" %
+          "examples_per_second=%.0f rows=%d threads=%d blas=%s coretype=%s" %
           (torch.__version__, a.model, auc, ll, len(test),
-           n * a.epochs / seconds, len(vocab), a.threads, blas))
+           n * a.epochs / seconds, len(vocab), a.threads, blas,
+           os.environ.get("OPENBLAS_CORETYPE", "auto")))
 
 
 if __name__ == "__main__":

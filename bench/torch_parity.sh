@@ -6,18 +6,28 @@
 # logloss and training examples/s, then the medians and their ratios.
 #
 # Usage: bench/torch_parity.sh MODEL THREADS [ROUNDS] [DATA]
-#   MODEL: lr or fm; THREADS: 1 or 2 (both sides); ROUNDS: 3.
+#   MODEL: lr, fm, deepfm or dcn; THREADS: 1 or 2 (both sides); ROUNDS: 3.
 #   DATA: a Criteo TSV (.gz); default ../shared/data's Criteo 137k sample,
 #   whose last 10% is the test set.
 # Env: DIM (8), LR (0.05), BATCH (1024), EPOCHS (1), INT (buckets|both),
-#   EMPTY (1: empty fields are signs), MIN_COUNT (0), SAMPAN
+#   EMPTY (1: empty fields are signs), MIN_COUNT (0), DENSE_LR (Adam's,
+#   0.01; 0.001 for deepfm/dcn), HIDDEN (400,400,400), INIT (rows' v
+#   range, 0.01), MODE (model.mode for Sampan's deep models: HYBRID, the
+#   default, sums the threads' dense gradients; ASYNC is Hogwild), SAMPAN
 #   (bazel-bin/cli/sampan). Needs Debian's python3-torch (/usr/bin/python3).
 set -euo pipefail
-model=${1:?lr or fm}; threads=${2:?threads}; rounds=${3:-3}
+model=${1:?lr, fm, deepfm or dcn}; threads=${2:?threads}; rounds=${3:-3}
 data=${4:-../shared/data/criteo/criteo_kaggle_137k.tsv.gz}
 SAMPAN=${SAMPAN:-bazel-bin/cli/sampan}
 DIM=${DIM:-8}; LR=${LR:-0.05}; BATCH=${BATCH:-1024}; EPOCHS=${EPOCHS:-1}
 INT=${INT:-buckets}; EMPTY=${EMPTY:-0}; MIN_COUNT=${MIN_COUNT:-0}
+HIDDEN=${HIDDEN:-400,400,400}; INIT=${INIT:-0.01}
+case $model in
+  lr | fm) type=$(tr a-z A-Z <<< "$model"); DENSE_LR=${DENSE_LR:-0.01} ;;
+  deepfm) type=DEEPFM; DENSE_LR=${DENSE_LR:-0.001} ;;
+  dcn) type=DCN_V2; DENSE_LR=${DENSE_LR:-0.001} ;;
+  *) echo "MODEL: lr, fm, deepfm or dcn"; exit 2 ;;
+esac
 /usr/bin/python3 -c 'import torch' 2>/dev/null ||
   { echo "needs python3-torch (apt-get install python3-torch)"; exit 2; }
 work=$(mktemp -d /tmp/torch-parity.XXXXXX)
@@ -32,9 +42,9 @@ cat > "$work/job.yaml" <<YAML
 name: parity
 output_dir: $work/out
 cluster: {threads_per_trainer: $threads}
-model: {type: $(tr a-z A-Z <<< "$model"), embedding_dim: $DIM,
-        dense_optimizer: {type: ADAM, learning_rate: 0.01}}
-table: {optimizer: {type: ADAGRAD, learning_rate: $LR}}
+model: {type: $type, embedding_dim: $DIM, hidden: [$HIDDEN], seed: @SEED@,${MODE:+ mode: $MODE,}
+        dense_optimizer: {type: ADAM, learning_rate: $DENSE_LR}}
+table: {optimizer: {type: ADAGRAD, learning_rate: $LR, init_range: $INIT}}
 data:
   format: CRITEO_TSV
   train_files: [$(realpath "$data")]
@@ -49,15 +59,19 @@ data:
 YAML
 torch_flags=(--data="$data" --model="$model" --dim="$DIM" --lr="$LR"
   --batch="$BATCH" --epochs="$EPOCHS" --threads="$threads" --int="$INT"
-  --min_count="$MIN_COUNT" --dense_lr=0.01)
+  --min_count="$MIN_COUNT" --dense_lr="$DENSE_LR" --hidden="$HIDDEN"
+  --init="$INIT")
 [ "$EMPTY" = 1 ] && torch_flags+=(--empty)
 
 : > "$work/sampan.txt"; : > "$work/torch.txt"
 for r in $(seq 1 "$rounds"); do
-  line=$("$SAMPAN" train-local "$work/job.yaml" 2>/dev/null | grep '^test AUC')
+  # Round r seeds both sides' dense initialisation (and torch's rows) with r.
+  sed "s/@SEED@/$r/" "$work/job.yaml" > "$work/job-$r.yaml"
+  line=$("$SAMPAN" train-local "$work/job-$r.yaml" --curve_points=0 2>/dev/null |
+    grep '^test AUC')
   echo "round $r sampan: $line"
   awk '{ print $3, $5, $(NF - 1) }' <<< "$line" >> "$work/sampan.txt"
-  line=$(/usr/bin/python3 bench/torch_ctr.py "${torch_flags[@]}")
+  line=$(/usr/bin/python3 bench/torch_ctr.py "${torch_flags[@]}" --seed="$r")
   echo "round $r torch:  $line"
   sed -E 's/.*auc=([0-9.]+) logloss=([0-9.]+).*examples_per_second=([0-9.]+).*/\1 \2 \3/' \
     <<< "$line" >> "$work/torch.txt"
