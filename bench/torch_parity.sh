@@ -13,7 +13,11 @@
 #   EMPTY (1: empty fields are signs), MIN_COUNT (0), DENSE_LR (Adam's,
 #   0.01; 0.001 for deepfm/dcn), HIDDEN (400,400,400), INIT (rows' v
 #   range, 0.01), MODE (model.mode for Sampan's deep models: HYBRID, the
-#   default, sums the threads' dense gradients; ASYNC is Hogwild), SAMPAN
+#   default, steps the threads together; ASYNC is Hogwild), RUN (1: Sampan's
+#   side is `sampan run`, 2 pservers and THREADS trainers of one thread
+#   each, in MODE; both sides read the file unzipped, which the trainers
+#   split by bytes; its examples/s is the training rows over the whole
+#   run's wall time, start-up and final scoring included), SAMPAN
 #   (bazel-bin/cli/sampan). Needs Debian's python3-torch (/usr/bin/python3).
 set -euo pipefail
 model=${1:?lr, fm, deepfm or dcn}; threads=${2:?threads}; rounds=${3:-3}
@@ -33,6 +37,12 @@ esac
 work=$(mktemp -d /tmp/torch-parity.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+cluster="{threads_per_trainer: $threads}"
+if [ "${RUN:-0}" = 1 ]; then
+  zcat -f "$data" > "$work/data.tsv"
+  data=$work/data.tsv
+  cluster="{num_pservers: 2, num_trainers: $threads, threads_per_trainer: 1}"
+fi
 case $INT in
   buckets) ints=BUCKETS ;;
   both) ints=BUCKETS_AND_LOG_DENSE ;;
@@ -41,7 +51,7 @@ esac
 cat > "$work/job.yaml" <<YAML
 name: parity
 output_dir: $work/out
-cluster: {threads_per_trainer: $threads}
+cluster: $cluster
 model: {type: $type, embedding_dim: $DIM, hidden: [$HIDDEN], seed: @SEED@,${MODE:+ mode: $MODE,}
         dense_optimizer: {type: ADAM, learning_rate: $DENSE_LR}}
 table: {optimizer: {type: ADAGRAD, learning_rate: $LR, init_range: $INIT}}
@@ -67,10 +77,24 @@ torch_flags=(--data="$data" --model="$model" --dim="$DIM" --lr="$LR"
 for r in $(seq 1 "$rounds"); do
   # Round r seeds both sides' dense initialisation (and torch's rows) with r.
   sed "s/@SEED@/$r/" "$work/job.yaml" > "$work/job-$r.yaml"
-  line=$("$SAMPAN" train-local "$work/job-$r.yaml" --curve_points=0 2>/dev/null |
-    grep '^test AUC')
-  echo "round $r sampan: $line"
-  awk '{ print $3, $5, $(NF - 1) }' <<< "$line" >> "$work/sampan.txt"
+  if [ "${RUN:-0}" = 1 ]; then
+    rm -rf "$work/out"
+    start=$(date +%s.%N)
+    "$SAMPAN" run "$work/job-$r.yaml" > "$work/run.log" 2>&1 ||
+      { tail -5 "$work/run.log"; exit 1; }
+    seconds=$(echo "$(date +%s.%N) - $start" | bc)
+    auc=$(sed -n 's/^test_auc=//p' "$work/out/result.txt")
+    ll=$(sed -n 's/^test_logloss=//p' "$work/out/result.txt")
+    rows=$(awk -v n="$(wc -l < "$data")" 'BEGIN { printf "%d", n * 0.9 }')
+    eps=$(awk -v r="$rows" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }')
+    echo "round $r sampan run: test AUC $auc logloss $ll in $seconds s ($eps examples/s)"
+    echo "$auc $ll $eps" >> "$work/sampan.txt"
+  else
+    line=$("$SAMPAN" train-local "$work/job-$r.yaml" --curve_points=0 2>/dev/null |
+      grep '^test AUC')
+    echo "round $r sampan: $line"
+    awk '{ print $3, $5, $(NF - 1) }' <<< "$line" >> "$work/sampan.txt"
+  fi
   line=$(/usr/bin/python3 bench/torch_ctr.py "${torch_flags[@]}" --seed="$r")
   echo "round $r torch:  $line"
   sed -E 's/.*auc=([0-9.]+) logloss=([0-9.]+).*examples_per_second=([0-9.]+).*/\1 \2 \3/' \
