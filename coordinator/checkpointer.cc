@@ -381,8 +381,11 @@ class CheckpointerImpl final : public Checkpointer {
         }
         return "";
       }
-      // Not run (unreached or refused): a restarting pserver.
-      if (!IsRefusedOrUnreached(s.error_code()) || !backoff.Wait()) {
+      // Not run (unreached or refused): a restarting pserver. An attempt
+      // that would start at the limit would only fail with its deadline,
+      // hiding this cause.
+      if (!IsRefusedOrUnreached(s.error_code()) || !backoff.Wait() ||
+          absl::Now() >= limit) {
         return absl::StrCat("Checkpoint RPC to pserver ", i, " at ", address,
                             ": ", s.error_message());
       }

@@ -146,10 +146,10 @@ done
   || fail "HYBRID checkpoint without dense.bin"
 
 # 3. Refused before anything starts (exit 2, no logs directory).
-refused() {  # what yaml-edit init_model expect
+refused() {  # what yaml-edit init_model expect [model]
   local job="$TMP/refused"
   rm -rf "$job" "$job.yaml"
-  write_config "$job" "$FM" "$B_PASS"
+  write_config "$job" "${5:-$FM}" "$B_PASS"
   sed -i "$2" "$job.yaml"
   echo "init_model: $3" >> "$job.yaml"
   err=$("$SAMPAN" run "$job.yaml" 2>&1); rc=$?
@@ -167,6 +167,10 @@ refused "other tables" "s/num_shards: 8/num_shards: 16/" "$a/ckpt" \
   "table.num_shards is 8 there, 16 here"
 refused "a memory table" "s/backend: ROCKSDB, //; s/^checkpoint: .*//" "$a/ckpt" \
   "table.backend is ROCKSDB there, MEMORY here"
+# ASYNC's dense rows are offsets from the seeded initial weights.
+refused "another dense seed" "s/x/x/" "$TMP/a-ASYNC/ckpt" \
+  "model.seed is 1 there, 2 here" \
+  "{type: DEEPFM, embedding_dim: 4, hidden: [8], mode: ASYNC, seed: 2}"
 # A checkpoint of before job.pbtxt: its MANIFEST verifies, the config is gone.
 cp -r "$newest" "$TMP/old-ckpt"
 rm "$TMP/old-ckpt/job.pbtxt"

@@ -2,17 +2,19 @@
 // (sparse_table/NewMemoryTable) and the data already in memory. For quality
 // and speed work on one machine, and the `sampan train-local` command.
 //
-// `threads` Hogwild workers run the step loop of every trainer
-// (trainer/step_loop.h) over the epoch's (optionally shuffled) order: dedup
-// -> Pull -> CtrModel::Step on a snapshot of the dense weights -> Push ->
-// apply the dense gradient (DenseParams, trainer/dense_weights.h). The table
-// serialises per shard and DenseParams by its mutex, so workers share no
-// unguarded state.
+// `threads` workers run the step loop of every trainer (trainer/step_loop.h)
+// over the epoch's (optionally shuffled) order: dedup -> Pull ->
+// CtrModel::Step on a snapshot of the dense weights -> Push -> apply the
+// dense gradient (DenseParams, trainer/dense_weights.h); Hogwild, or with
+// lockstep_dense one step of `threads` batches, one merged push and one
+// dense update. The table serialises per shard and DenseParams by its
+// mutex, so workers share no unguarded state.
 //
 // Evaluation pulls without creating rows. When eval_every > 0 the test set
-// is also scored during training (by the worker that crosses the mark,
-// while the others keep training), which fills the curve for report.html
-// and logs a line per point ("N examples: test AUC ...").
+// is also scored during training (Hogwild: by the worker that crosses the
+// mark, while the others keep training; lockstep: between the step's push
+// and its dense update, every worker waiting), which fills the curve for
+// report.html and logs a line per point ("N examples: test AUC ...").
 #ifndef SAMPAN_TRAINER_LOCAL_TRAINER_H_
 #define SAMPAN_TRAINER_LOCAL_TRAINER_H_
 
@@ -36,12 +38,13 @@ struct LocalTrainOptions {
   // The optimizer of the dense weights (deep models only).
   DenseOptimizerOptions dense;
   int threads = 2;
-  // Deep models: each step trains `threads` batches on the rows and dense
-  // weights as it found them, one push and one dense update for them all
-  // (step_loop.h's lockstep; model.mode HYBRID and SYNC, as a `sampan run`
-  // rank trains); false: every thread's batch is its own step on a snapshot
-  // that may be a few steps stale (Hogwild; ASYNC).
-  bool lockstep_dense = true;
+  // Models with dense weights: each step trains `threads` batches on the
+  // rows and dense weights as it found them, one push and one dense update
+  // for them all (step_loop.h's lockstep; LocalOptionsFromJob sets it for
+  // deep models in HYBRID and SYNC, as a `sampan run` rank trains); false:
+  // every thread's batch is its own step on a snapshot that may be a few
+  // steps stale (Hogwild; ASYNC, LR, FM).
+  bool lockstep_dense = false;
   size_t batch_size = 1024;
   int epochs = 1;
   // Shuffle the example order every epoch (seeded by `seed`).

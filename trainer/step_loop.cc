@@ -216,9 +216,11 @@ class Loop {
         o_.words != nullptr ? o_.words->row_dim() : o_.model->row_dim();
     const size_t floats = w.keys.size() * row_dim;
     w.rows.resize(floats);
-    absl::Status s = w.keys.empty() ? absl::OkStatus()
-                                    : o_.rows->Pull(w.keys, true, w.rows.data(),
-                                                    &w.positions);
+    // Positions speed up this batch's own push; a merged push has none.
+    absl::Status s = w.keys.empty()
+                         ? absl::OkStatus()
+                         : o_.rows->Pull(w.keys, true, w.rows.data(),
+                                         merge_ ? nullptr : &w.positions);
     if (!s.ok()) return s;
     w.grads.resize(floats);
     double loss = 0;

@@ -5,7 +5,8 @@
 // A batch's work (Worker::Train) is always the same: dedup its signs and
 // count each key's shows and clicks (BatchKeys) -> pull their rows
 // (SparseStore) -> CtrModel::Step on the step's dense weights -> push the
-// summed sparse gradients as one PushBatch -> tell the observer. Word vectors
+// summed sparse gradients as one PushBatch (a lockstep crew: one push for
+// the step's batches, below) -> tell the observer. Word vectors
 // (WordModel) take the same path with WordModel::Plan choosing the keys and
 // WordModel::Train computing the gradients.
 //

@@ -93,6 +93,14 @@ std::vector<std::string> CheckpointDifferences(const JobConfig& was,
   differ("cluster.num_pservers", absl::StrCat(was.cluster().num_pservers()),
          absl::StrCat(job.cluster().num_pservers()),
          "each pserver's snapshot holds the shards it owned");
+  if (HasDenseTable(job)) {
+    auto seed = [](const JobConfig& c) {
+      return absl::StrCat(c.model().seed() > 0 ? c.model().seed() : 1);
+    };
+    differ("model.seed", seed(was), seed(job),
+           "the dense table's rows are offsets from the seeded initial "
+           "weights");
+  }
   differ("table.num_shards", absl::StrCat(was.table().num_shards()),
          absl::StrCat(job.table().num_shards()),
          "rows and writer sequences are kept by shard");
