@@ -6,6 +6,16 @@
 namespace sampan {
 namespace {
 
+// A lockstep step's gradient: adds buffers [from, to) of `workers` into
+// `sum`, in worker order (so every run sums alike).
+void AddWorkers(const std::vector<std::vector<float>>& workers, int from,
+                int to, float* sum) {
+  for (int i = from; i < to; ++i) {
+    const std::vector<float>& g = workers[i];
+    for (size_t k = 0; k < g.size(); ++k) sum[k] += g[k];
+  }
+}
+
 // A per-batch (Hogwild) step: reads the weights into its own copy before
 // the batch and hands the batch's summed gradient on after it.
 class PerBatchStep : public DenseWeights::Step {
@@ -94,12 +104,9 @@ class LocalLockstep : public DenseWeights {
     float* grads(int worker) override { return grads_[worker].data(); }
     absl::StatusOr<bool> End() override {
       if (batches_ == 0) return false;
-      std::vector<float>& sum = grads_[0];
-      for (int i = 1; i < batches_; ++i) {
-        const std::vector<float>& g = grads_[i];
-        for (size_t k = 0; k < g.size(); ++k) sum[k] += g[k];
-      }
-      absl::Status s = params_->Apply(sum.data(), 1.0f / examples_);
+      float* sum = grads_[0].data();  // workers 1.. added into worker 0's
+      AddWorkers(grads_, 1, batches_, sum);
+      absl::Status s = params_->Apply(sum, 1.0f / examples_);
       if (!s.ok()) return s;
       return true;
     }
@@ -194,10 +201,7 @@ class Lockstep : public DenseWeights {
     }
     absl::StatusOr<bool> End() override {
       float* sum = dense_->grads();
-      for (int i = 1; i < batches_; ++i) {
-        const std::vector<float>& g = extra_[i - 1];
-        for (size_t k = 0; k < g.size(); ++k) sum[k] += g[k];
-      }
+      AddWorkers(extra_, 0, batches_ - 1, sum);
       return dense_->Step();
     }
 
