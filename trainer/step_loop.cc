@@ -141,7 +141,8 @@ class Loop {
       : o_(o),
         group_(group),
         failed_(failed),
-        merge_(o.dense->lockstep() && group > 1 && o.words == nullptr),
+        merge_(o.dense->lockstep() && o.words == nullptr &&
+               (group > 1 || o.ranks != nullptr)),
         workers_(group),
         step_(o.dense->NewStep(group)) {
     if (o.dense->lockstep()) workers_[0].ws.gpu = o.gpu;
@@ -174,8 +175,15 @@ class Loop {
         if (begun.ok() && st.ok()) {
           crew.Run(n, train);
           for (int i = 0; i < n && st.ok(); ++i) st = results[i];
-          if (st.ok() && merge_ && n > 0) st = PushMerged(n);
-          if (st.ok() && o_.flush_each_step && n > 0) st = o_.rows->Flush();
+        }
+        if (begun.ok() && merge_) {
+          // Across ranks every rank merges every step, even out of data or
+          // failed, so that no peer waits for it.
+          const absl::Status m = PushMerged(st.ok() ? n : 0, st.ok());
+          if (st.ok()) st = m;
+        }
+        if (begun.ok() && st.ok() && o_.flush_each_step && n > 0) {
+          st = o_.rows->Flush();
         }
         if (!begun.ok()) {
           if (st.ok()) st = begun;
@@ -255,41 +263,47 @@ class Loop {
   }
 
   // A lockstep step's batches were all computed on the rows as they were
-  // when the step began: their gradients are summed per key and pushed once,
-  // so the step updates each row as one batch of all their examples would
-  // (two pushes of gradients computed on the same rows would each take a
-  // full Adagrad step: bench/RESULTS.md, 2026-12-03). Then the observer
-  // hears of each batch.
-  absl::Status PushMerged(int n) {
+  // when the step began: their gradients are summed per key (and across
+  // ranks by o_.ranks) and pushed once, so the step updates each row as one
+  // batch of all their examples would (two pushes of gradients computed on
+  // the same rows would each take a full Adagrad step: bench/RESULTS.md,
+  // 2026-12-03). Then the observer hears of each batch. `push` false: a
+  // failed step only takes its part in the ranks' merge.
+  absl::Status PushMerged(int n, bool push) {
     const int row_dim = o_.model->row_dim();
-    merged_.dedup.Reset(workers_[0].keys.size() * n);
-    merged_.grads.clear();
-    merged_.shows.clear();
-    merged_.clicks.clear();
+    StepGradients& g = merged_.step;
+    merged_.dedup.Reset(n > 0 ? workers_[0].keys.size() * n : 0);
+    g.grads.clear();
+    g.shows.clear();
+    g.clicks.clear();
     for (int i = 0; i < n; ++i) {
       const Worker& w = workers_[i];
       for (size_t k = 0; k < w.keys.size(); ++k) {
         const uint32_t row = merged_.dedup.Index(w.keys[k]);
-        if (row == merged_.shows.size()) {
-          merged_.shows.push_back(0.0f);
-          merged_.clicks.push_back(0.0f);
-          merged_.grads.resize(merged_.grads.size() + row_dim, 0.0f);
+        if (row == g.shows.size()) {
+          g.shows.push_back(0.0f);
+          g.clicks.push_back(0.0f);
+          g.grads.resize(g.grads.size() + row_dim, 0.0f);
         }
-        merged_.shows[row] += w.shows[k];
-        merged_.clicks[row] += w.clicks[k];
-        float* g = &merged_.grads[size_t(row) * row_dim];
+        g.shows[row] += w.shows[k];
+        g.clicks[row] += w.clicks[k];
+        float* sum = &g.grads[size_t(row) * row_dim];
         const float* add = &w.grads[k * row_dim];
-        for (int d = 0; d < row_dim; ++d) g[d] += add[d];
+        for (int d = 0; d < row_dim; ++d) sum[d] += add[d];
       }
     }
-    merged_.dedup.TakeKeys(&merged_.keys);
-    if (!merged_.keys.empty()) {
-      PushBatch push;
-      push.keys = merged_.keys;
-      push.grads = merged_.grads.data();
-      push.shows = merged_.shows.data();
-      push.clicks = merged_.clicks.data();
-      if (absl::Status s = o_.rows->Push(push); !s.ok()) return s;
+    merged_.dedup.TakeKeys(&g.keys);
+    if (o_.ranks != nullptr) {
+      if (absl::Status s = o_.ranks->Merge(row_dim, &g); !s.ok()) return s;
+    }
+    if (!push) return absl::OkStatus();
+    if (!g.keys.empty()) {
+      PushBatch batch;
+      batch.keys = g.keys;
+      batch.grads = g.grads.data();
+      batch.shows = g.shows.data();
+      batch.clicks = g.clicks.data();
+      if (absl::Status s = o_.rows->Push(batch); !s.ok()) return s;
     }
     if (o_.observer == nullptr) return absl::OkStatus();
     for (int i = 0; i < n; ++i) {
@@ -302,12 +316,11 @@ class Loop {
   const StepLoopOptions& o_;
   const int group_;
   std::atomic<bool>* const failed_;
-  const bool merge_;  // lockstep crews of 2+: one push a step
+  const bool merge_;  // lockstep crews of 2+ or ranks: one push a step
   std::vector<Worker> workers_;
   struct Merged {
     KeyDedup dedup;
-    std::vector<uint64_t> keys;
-    std::vector<float> grads, shows, clicks;
+    StepGradients step;
   } merged_;
   const std::unique_ptr<DenseWeights::Step> step_;
 };

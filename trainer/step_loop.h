@@ -21,6 +21,10 @@
 //    gradients are summed per key into one push, their dense gradients
 //    summed and then averaged across ranks; every rank takes the same steps.
 //    A step thus learns as one batch of all its examples would.
+//  - across ranks (RankMerge, `sampan run` HYBRID and SYNC with 2+
+//    trainers): each step's per-rank sums are summed again across the
+//    ranks and each key is pushed once, by the rank that owns it, so the
+//    ranks' step learns as one batch of all their examples too.
 // With a CheckpointGate every step passes it (Enter, Took, Leave), so a
 // checkpoint sees no step in flight.
 //
@@ -109,6 +113,27 @@ class DenseWeights {
 // No dense weights (LR and FM without dense inputs).
 std::unique_ptr<DenseWeights> NoDenseWeights();
 
+// A lockstep step's sparse gradients summed per key: keys[i]'s gradient is
+// grads[i * row_dim, (i + 1) * row_dim), its shows and clicks shows[i] and
+// clicks[i].
+struct StepGradients {
+  std::vector<uint64_t> keys;
+  std::vector<float> grads, shows, clicks;
+};
+
+// Sums a lockstep step's sparse gradients across the ranks of a job, whose
+// batches of one step were all computed on the rows as the step found them
+// (trainer/rank_merge.h).
+class RankMerge {
+ public:
+  virtual ~RankMerge() = default;
+  // Every rank calls it once a step, in step order, also with nothing to
+  // give (out of data, or failed: then it drops the answer). Replaces *step
+  // with the keys this rank pushes: those it owns, each summed over every
+  // rank's *step. An error breaks the merge for good (a peer is gone).
+  virtual absl::Status Merge(int row_dim, StepGradients* step) = 0;
+};
+
 // Hears of every trained batch, from any worker thread.
 class StepObserver {
  public:
@@ -136,6 +161,9 @@ struct StepLoopOptions {
   StepObserver* observer = nullptr;  // may be null
   CheckpointGate* gate = nullptr;    // may be null
   int threads = 1;
+  // Lockstep loops of a job with 2+ ranks: each step's pushes are summed
+  // across the ranks (not owned; null: each rank pushes its own sums).
+  RankMerge* ranks = nullptr;
   // SYNC: every push of a step is applied before its dense update ends, so
   // no rank pulls for the next step before this one's rows changed.
   bool flush_each_step = false;

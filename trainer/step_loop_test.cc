@@ -405,6 +405,55 @@ TEST(StepLoopTest, ALockstepStepPushesItsBatchesSummedOnce) {
   }
 }
 
+// A RankMerge standing in for the other ranks: it records what each step
+// gave and hands back only the even keys, each with its gradient doubled.
+class HalvingMerge : public RankMerge {
+ public:
+  absl::Status Merge(int row_dim, StepGradients* step) override {
+    given.push_back(step->keys.size());
+    StepGradients out;
+    for (size_t k = 0; k < step->keys.size(); ++k) {
+      if (step->keys[k] % 2 != 0) continue;
+      out.keys.push_back(step->keys[k]);
+      out.shows.push_back(step->shows[k]);
+      out.clicks.push_back(step->clicks[k]);
+      for (int d = 0; d < row_dim; ++d) {
+        out.grads.push_back(2 * step->grads[k * row_dim + d]);
+      }
+    }
+    *step = std::move(out);
+    return absl::OkStatus();
+  }
+  std::vector<size_t> given;
+};
+
+TEST(StepLoopTest, EveryLockstepStepIsMergedAcrossRanksBeforeItsPush) {
+  Rig rig(true, /*learning_rate=*/0.0f, /*init_range=*/0.1f);
+  RecordingLockstep dense(rig.model.dense_size());
+  dense.lr = 0;
+  RecordingRows rows(rig.rows.get(), rig.model.row_dim());
+  VectorSource source(3, 16, 9);
+  Counter counter;
+  HalvingMerge merge;
+  StepLoopOptions o = rig.Options(&source, &dense, 1, &counter);
+  o.rows = &rows;
+  o.ranks = &merge;
+  uint64_t steps = 0;
+  ASSERT_TRUE(RunStepLoop(o, &steps).ok());
+  EXPECT_EQ(steps, 3u);
+  EXPECT_EQ(counter.batches, 3);
+  // Three steps with keys, then the step that found no data: a rank out of
+  // data still merges (its peers may have had batches).
+  ASSERT_EQ(merge.given.size(), 4u);
+  EXPECT_GT(merge.given[0], 0u);
+  EXPECT_EQ(merge.given[3], 0u);
+  ASSERT_EQ(rows.pushes.size(), 3u);  // what the merge returned, only
+  for (const auto& push : rows.pushes) {
+    ASSERT_FALSE(push.empty());
+    for (const auto& [key, r] : push) EXPECT_EQ(key % 2, 0u) << key;
+  }
+}
+
 }  // namespace
 }  // namespace sampan
 

@@ -39,6 +39,7 @@
 #include "trainer/pass_schedule.h"
 #include "trainer/pass_score.h"
 #include "trainer/rank_dense.h"
+#include "trainer/rank_merge.h"
 #include "trainer/rare_count.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
@@ -261,6 +262,22 @@ class Trainer : public StepObserver {
     absl::StatusOr<std::unique_ptr<RankDense>> dense = RankDense::Start(d);
     if (!dense.ok()) return dense.status();
     dense_ = std::move(*dense);
+    const int ranks = config_.cluster().num_trainers();
+    if (dense_->lockstep() && ranks > 1) {
+      // A lockstep step's sparse gradients are summed across the ranks and
+      // each key pushed once (trainer/rank_merge.h).
+      RankMergeOptions m;
+      m.coordinator_address = coordinator_.address();
+      m.credentials = credentials_;
+      m.rank = rank_;
+      m.size = ranks;
+      m.timeout = absl::Seconds(config_.cluster().wait_timeout_seconds());
+      m.generation = generation_;
+      absl::StatusOr<std::unique_ptr<CollectiveRankMerge>> merge =
+          CollectiveRankMerge::Join(m);
+      if (!merge.ok()) return merge.status();
+      merge_ = std::move(*merge);
+    }
     if (IsStreamJob(config_)) {
       PassPublisherOptions p;
       p.config = &config_;
@@ -312,6 +329,7 @@ class Trainer : public StepObserver {
     loop.gate = &gate_;
     loop.threads =
         std::max<uint32_t>(1, config_.cluster().threads_per_trainer());
+    loop.ranks = merge_.get();
     loop.flush_each_step = sync_;
     loop.gpu = dense_->gpu();
     loop.stop = &failed_;
@@ -746,6 +764,7 @@ class Trainer : public StepObserver {
   std::unique_ptr<Vocabulary> vocab_;
   std::unique_ptr<WordModel> words_;
   std::unique_ptr<RankDense> dense_;
+  std::unique_ptr<CollectiveRankMerge> merge_;  // lockstep, 2+ ranks
   const bool sync_;
   std::unique_ptr<PsClient> ps_;
   std::unique_ptr<PsClient> ps_dense_;  // table kDenseTableId

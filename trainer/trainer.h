@@ -13,9 +13,11 @@
 // (pulls without creating rows) and writes <output_dir>/result.txt.
 //
 // Deep models (DNN, Wide&Deep, DeepFM, DCN-v2) train as model.mode says:
-// HYBRID (the default): one step loop per trainer, sparse rows as above,
-// dense weights averaged across trainers by allreduce every step and kept
-// bitwise identical (trainer/hybrid_dense.h); each rank writes the final
+// HYBRID (the default): one step loop per trainer whose step's sparse
+// gradients are summed across its threads and the ranks, each key pushed
+// once by the rank that owns it (trainer/rank_merge.h), and dense weights
+// averaged across trainers by allreduce every step and kept bitwise
+// identical (trainer/hybrid_dense.h); each rank writes the final
 // weights' hash to <output_dir>/dense_hash-<rank>.txt. SYNC: the same, and
 // each step's pushes are flushed before its allreduce, so no trainer pulls
 // for step k+1 before every push of step k is applied (a barrier per step).

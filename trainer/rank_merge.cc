@@ -1,0 +1,121 @@
+#include "trainer/rank_merge.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/hash.h"
+
+namespace sampan {
+namespace {
+
+// A record: the key's 64 bits in two floats' storage (moved by copies only,
+// never by arithmetic), its shows, clicks and row_dim gradient floats.
+constexpr int kHeadFloats = 4;
+// Counts ride in an allreduce of floats, exact below 2^24.
+constexpr size_t kMaxKeys = size_t{1} << 24;
+
+}  // namespace
+
+CollectiveRankMerge::CollectiveRankMerge(
+    const RankMergeOptions& options,
+    std::unique_ptr<collective::Communicator> comm)
+    : options_(options), comm_(std::move(comm)), counts_(options.size) {}
+
+absl::StatusOr<std::unique_ptr<CollectiveRankMerge>> CollectiveRankMerge::Join(
+    const RankMergeOptions& options) {
+  collective::CommunicatorOptions c;
+  c.coordinator_address = options.coordinator_address;
+  c.credentials = options.credentials;
+  c.rank = options.rank;
+  c.size = options.size;
+  c.timeout = options.timeout;
+  // Sparse gradients live in host memory: never NCCL.
+  c.backend = collective::Backend::kGloo;
+  c.name = options.generation > 0
+               ? absl::StrCat("rank-merge-g", options.generation)
+               : std::string("rank-merge");
+  absl::StatusOr<std::unique_ptr<collective::Communicator>> comm =
+      collective::NewCommunicator(c);
+  if (!comm.ok()) return comm.status();
+  return std::unique_ptr<CollectiveRankMerge>(
+      new CollectiveRankMerge(options, std::move(*comm)));
+}
+
+int CollectiveRankMerge::OwnerOf(uint64_t key, int size) {
+  return static_cast<int>(Fmix64(key) % static_cast<uint64_t>(size));
+}
+
+absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
+  const int size = options_.size;
+  if (size == 1) return absl::OkStatus();
+  const size_t n = step->keys.size();
+  const size_t record = row_dim + kHeadFloats;
+  std::fill(counts_.begin(), counts_.end(), 0.0f);
+  counts_[options_.rank] = static_cast<float>(std::min(n, kMaxKeys));
+  absl::Status s =
+      comm_->AllReduce(counts_.data(), counts_.size(),
+                       collective::ReduceOp::kSum, options_.timeout);
+  if (!s.ok()) return s;
+  for (int r = 0; r < size; ++r) {
+    if (counts_[r] >= static_cast<float>(kMaxKeys)) {
+      // Every rank sees the same counts, so all of them stop here.
+      return absl::ResourceExhaustedError(
+          absl::StrCat("rank merge: trainer ", r, " brought ", kMaxKeys,
+                       " or more distinct keys to one step (the limit); lower "
+                       "data.batch_size or cluster.threads_per_trainer"));
+    }
+  }
+  send_.resize(n * record);
+  for (size_t k = 0; k < n; ++k) {
+    float* rec = &send_[k * record];
+    std::memcpy(rec, &step->keys[k], sizeof(uint64_t));
+    rec[2] = step->shows[k];
+    rec[3] = step->clicks[k];
+    std::memcpy(rec + kHeadFloats, &step->grads[k * row_dim],
+                row_dim * sizeof(float));
+  }
+  dedup_.Reset(n * 2 / size + 16);
+  out_.grads.clear();
+  out_.shows.clear();
+  out_.clicks.clear();
+  for (int r = 0; r < size; ++r) {
+    const size_t count = static_cast<size_t>(counts_[r]);
+    if (count == 0) continue;
+    float* data = send_.data();
+    if (r != options_.rank) {
+      receive_.resize(count * record);
+      data = receive_.data();
+    }
+    s = comm_->Broadcast(data, count * record, r, options_.timeout);
+    if (!s.ok()) return s;
+    Absorb(data, count, row_dim);
+  }
+  dedup_.TakeKeys(&out_.keys);
+  std::swap(*step, out_);
+  return absl::OkStatus();
+}
+
+void CollectiveRankMerge::Absorb(const float* records, size_t count,
+                                 int row_dim) {
+  const size_t record = row_dim + kHeadFloats;
+  for (size_t k = 0; k < count; ++k) {
+    const float* rec = records + k * record;
+    uint64_t key;
+    std::memcpy(&key, rec, sizeof(uint64_t));
+    if (OwnerOf(key, options_.size) != options_.rank) continue;
+    const uint32_t row = dedup_.Index(key);
+    if (row == out_.shows.size()) {
+      out_.shows.push_back(0.0f);
+      out_.clicks.push_back(0.0f);
+      out_.grads.resize(out_.grads.size() + row_dim, 0.0f);
+    }
+    out_.shows[row] += rec[2];
+    out_.clicks[row] += rec[3];
+    float* sum = &out_.grads[size_t(row) * row_dim];
+    for (int d = 0; d < row_dim; ++d) sum[d] += rec[kHeadFloats + d];
+  }
+}
+
+}  // namespace sampan
