@@ -46,7 +46,7 @@ TSAN_TESTS = //pserver:worker_pool_test //trainer/client:ps_client_test \
 	//sparse_table:memory_table_test //sparse_table:rocksdb_table_test \
 	//sparse_table:redo_table_test //sparse_table:redo_log_test \
 	//sparse_table:memory_snapshot_test //pserver:pserver_test \
-	//trainer:input_queue_test //trainer:step_loop_test \
+	//trainer:input_queue_test //trainer:step_loop_test //trainer:rank_merge_test \
 	//trainer:pass_schedule_test //serving:serving_test \
 	//serving:row_store_test //serving:sharded_serving_test \
 	//pserver:pserver_move_test //sparse_table:shard_move_test \
