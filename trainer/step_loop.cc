@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/hash.h"
 #include "trainer/client/ps_client.h"
 
 namespace sampan {
@@ -144,6 +145,7 @@ class Loop {
         merge_(o.dense->lockstep() && o.words == nullptr &&
                (group > 1 || o.ranks != nullptr)),
         workers_(group),
+        parts_(merge_ ? group : 0),
         step_(o.dense->NewStep(group)) {
     if (o.dense->lockstep()) workers_[0].ws.gpu = o.gpu;
   }
@@ -179,7 +181,7 @@ class Loop {
         if (begun.ok() && merge_) {
           // Across ranks every rank merges every step, even out of data or
           // failed, so that no peer waits for it.
-          const absl::Status m = PushMerged(st.ok() ? n : 0, st.ok());
+          const absl::Status m = PushMerged(&crew, st.ok() ? n : 0, st.ok());
           if (st.ok()) st = m;
         }
         if (begun.ok() && st.ok() && o_.flush_each_step && n > 0) {
@@ -267,19 +269,66 @@ class Loop {
   // ranks by o_.ranks) and pushed once, so the step updates each row as one
   // batch of all their examples would (two pushes of gradients computed on
   // the same rows would each take a full Adagrad step: bench/RESULTS.md,
-  // 2026-12-03). Then the observer hears of each batch. `push` false: a
-  // failed step only takes its part in the ranks' merge.
-  absl::Status PushMerged(int n, bool push) {
+  // 2026-12-03). The crew sums in parallel, each thread the keys of its own
+  // part (PartOf), and without ranks pushes its part itself. Then the
+  // observer hears of each batch. `push` false: a failed step only takes
+  // its part in the ranks' merge.
+  absl::Status PushMerged(Crew* crew, int n, bool push) {
+    const int parts = group_;
+    std::vector<absl::Status> results(parts);
+    crew->Run(parts, [&](int p) {
+      SumPart(p, n);
+      if (o_.ranks == nullptr && push) results[p] = PushPart(parts_[p].step);
+    });
+    for (const absl::Status& s : results) {
+      if (!s.ok()) return s;
+    }
+    if (o_.ranks != nullptr) {
+      // The parts hold disjoint keys: joined, they are the rank's step.
+      StepGradients& g = parts_[0].step;
+      for (int p = 1; p < parts; ++p) {
+        const StepGradients& more = parts_[p].step;
+        g.keys.insert(g.keys.end(), more.keys.begin(), more.keys.end());
+        g.grads.insert(g.grads.end(), more.grads.begin(), more.grads.end());
+        g.shows.insert(g.shows.end(), more.shows.begin(), more.shows.end());
+        g.clicks.insert(g.clicks.end(), more.clicks.begin(), more.clicks.end());
+      }
+      const int row_dim = o_.model->row_dim();
+      if (absl::Status s = o_.ranks->Merge(row_dim, &g); !s.ok()) return s;
+      if (push) {
+        if (absl::Status s = PushPart(g); !s.ok()) return s;
+      }
+    }
+    if (!push || o_.observer == nullptr) return absl::OkStatus();
+    for (int i = 0; i < n; ++i) {
+      absl::Status s = o_.observer->Trained(workers_[i], workers_[i].loss);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // Which of `parts` threads sums `key` (high bits: KeyDedup probes with
+  // the low ones).
+  static int PartOf(uint64_t key, int parts) {
+    return static_cast<int>((Mix64(key) >> 32) % static_cast<uint64_t>(parts));
+  }
+
+  // Sums the step's first n batches' gradients, shows and clicks per key,
+  // for the keys of part p, into parts_[p].step.
+  void SumPart(int p, int n) {
     const int row_dim = o_.model->row_dim();
-    StepGradients& g = merged_.step;
-    merged_.dedup.Reset(n > 0 ? workers_[0].keys.size() * n : 0);
+    const int parts = group_;
+    Part& part = parts_[p];
+    StepGradients& g = part.step;
+    part.dedup.Reset(n > 0 ? workers_[0].keys.size() * n / parts + 16 : 0);
     g.grads.clear();
     g.shows.clear();
     g.clicks.clear();
     for (int i = 0; i < n; ++i) {
       const Worker& w = workers_[i];
       for (size_t k = 0; k < w.keys.size(); ++k) {
-        const uint32_t row = merged_.dedup.Index(w.keys[k]);
+        if (parts > 1 && PartOf(w.keys[k], parts) != p) continue;
+        const uint32_t row = part.dedup.Index(w.keys[k]);
         if (row == g.shows.size()) {
           g.shows.push_back(0.0f);
           g.clicks.push_back(0.0f);
@@ -292,25 +341,17 @@ class Loop {
         for (int d = 0; d < row_dim; ++d) sum[d] += add[d];
       }
     }
-    merged_.dedup.TakeKeys(&g.keys);
-    if (o_.ranks != nullptr) {
-      if (absl::Status s = o_.ranks->Merge(row_dim, &g); !s.ok()) return s;
-    }
-    if (!push) return absl::OkStatus();
-    if (!g.keys.empty()) {
-      PushBatch batch;
-      batch.keys = g.keys;
-      batch.grads = g.grads.data();
-      batch.shows = g.shows.data();
-      batch.clicks = g.clicks.data();
-      if (absl::Status s = o_.rows->Push(batch); !s.ok()) return s;
-    }
-    if (o_.observer == nullptr) return absl::OkStatus();
-    for (int i = 0; i < n; ++i) {
-      absl::Status s = o_.observer->Trained(workers_[i], workers_[i].loss);
-      if (!s.ok()) return s;
-    }
-    return absl::OkStatus();
+    part.dedup.TakeKeys(&g.keys);
+  }
+
+  absl::Status PushPart(const StepGradients& g) {
+    if (g.keys.empty()) return absl::OkStatus();
+    PushBatch batch;
+    batch.keys = g.keys;
+    batch.grads = g.grads.data();
+    batch.shows = g.shows.data();
+    batch.clicks = g.clicks.data();
+    return o_.rows->Push(batch);
   }
 
   const StepLoopOptions& o_;
@@ -318,10 +359,12 @@ class Loop {
   std::atomic<bool>* const failed_;
   const bool merge_;  // lockstep crews of 2+ or ranks: one push a step
   std::vector<Worker> workers_;
-  struct Merged {
+  // A merging step's sums, one part per crew thread (disjoint keys).
+  struct Part {
     KeyDedup dedup;
     StepGradients step;
-  } merged_;
+  };
+  std::vector<Part> parts_;
   const std::unique_ptr<DenseWeights::Step> step_;
 };
 

@@ -5,8 +5,8 @@
 // A batch's work (Worker::Train) is always the same: dedup its signs and
 // count each key's shows and clicks (BatchKeys) -> pull their rows
 // (SparseStore) -> CtrModel::Step on the step's dense weights -> push the
-// summed sparse gradients as one PushBatch (a lockstep crew: one push for
-// the step's batches, below) -> tell the observer. Word vectors
+// summed sparse gradients as one PushBatch (a lockstep crew: each key once
+// a step, below) -> tell the observer. Word vectors
 // (WordModel) take the same path with WordModel::Plan choosing the keys and
 // WordModel::Train computing the gradients.
 //
@@ -18,7 +18,9 @@
 //  - lockstep (HYBRID, SYNC; train-local's deep models but in ASYNC): one
 //    loop per rank, each step `threads` batches trained at once by a crew of
 //    threads on the rows and weights as the step found them; their sparse
-//    gradients are summed per key into one push, their dense gradients
+//    gradients are summed per key and each key pushed once (the crew sums
+//    and pushes in parallel, each thread its part of the keys, by a hash of
+//    the key), their dense gradients
 //    summed and then averaged across ranks; every rank takes the same steps.
 //    A step thus learns as one batch of all its examples would.
 //  - across ranks (RankMerge, `sampan run` HYBRID and SYNC with 2+

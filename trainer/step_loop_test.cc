@@ -362,7 +362,7 @@ class RecordingRows : public SparseStore {
 TEST(StepLoopTest, ALockstepStepPushesItsBatchesSummedOnce) {
   // Rows and weights that never move (learning rates 0): a batch's
   // gradients depend on the batch only. Two threads in lockstep must push
-  // once a step, each key's gradient, shows and clicks the sums of what
+  // each key once a step, its gradient, shows and clicks the sums of what
   // one thread pushed for the step's two batches.
   std::vector<std::map<uint64_t, RecordingRows::Row>> pushes[2];
   for (int threads : {1, 2}) {
@@ -380,7 +380,16 @@ TEST(StepLoopTest, ALockstepStepPushesItsBatchesSummedOnce) {
     pushes[threads - 1] = rows.pushes;
   }
   ASSERT_EQ(pushes[0].size(), 4u);
-  ASSERT_EQ(pushes[1].size(), 2u);
+  // Each of the crew's two threads pushes the keys of its part of a step.
+  ASSERT_EQ(pushes[1].size(), 4u);
+  for (int step = 0; step < 2; ++step) {
+    std::map<uint64_t, RecordingRows::Row> joined = pushes[1][2 * step];
+    for (const auto& [key, r] : pushes[1][2 * step + 1]) {
+      EXPECT_TRUE(joined.emplace(key, r).second)
+          << "step " << step << ": key " << key << " pushed by both parts";
+    }
+    pushes[1][step] = joined;
+  }
   for (int step = 0; step < 2; ++step) {
     std::map<uint64_t, RecordingRows::Row> want = pushes[0][2 * step];
     for (const auto& [key, r] : pushes[0][2 * step + 1]) {
