@@ -9,6 +9,7 @@ Usage (Debian's python3-torch; run with /usr/bin/python3):
       [--dim=8] [--lr=0.05] [--batch=1024] [--epochs=1] [--threads=2]
       [--int=buckets|both] [--empty] [--min_count=0] [--dense_lr=0.01]
       [--w_start=1] [--v_start=1000] [--init=0.01] [--seed=1]
+      [--style=mirror|idiomatic]
 Prints one line: model, AUC, logloss and rows of the held-out tail, training
 examples/s (the training loop alone, as `sampan train-local` reports it)
 and the BLAS library torch called (libblas.so.3: reference BLAS, or
@@ -249,6 +250,90 @@ class Model:
                                          d))
 
 
+class IdiomaticFm:
+    """LR or FM as a PyTorch user writes it (--style=idiomatic): nn.Embedding
+    tables with sparse gradients over a fixed 39 fields (a missing feature is
+    the padding row), autograd through the whole model, and torch.optim's
+    own Adagrad (per-element sums, started at --w_start / --v_start) and
+    Adam. Same features, initialisation and rates as the mirror above, which
+    hand-writes the row-wise update; this one shows what PyTorch's stock
+    parts cost."""
+
+    def __init__(self, n, a):
+        g = torch.Generator().manual_seed(a.seed)
+        self.fm = a.model == "fm"
+        self.pad = n + 1  # rows 0..n-1 features, n the bias, n+1 padding
+        self.w = torch.nn.Embedding(n + 2, 1, sparse=True,
+                                    padding_idx=self.pad)
+        torch.nn.init.zeros_(self.w.weight)
+        groups = [{"params": [self.w.weight],
+                   "initial_accumulator_value": a.w_start}]
+        if self.fm:
+            self.v = torch.nn.Embedding(n + 2, a.dim, sparse=True,
+                                        padding_idx=self.pad)
+            with torch.no_grad():
+                self.v.weight.copy_((torch.rand(n + 2, a.dim, generator=g) *
+                                     2 - 1) * a.init)
+                self.v.weight[self.pad].zero_()
+            groups.append({"params": [self.v.weight],
+                           "initial_accumulator_value": a.v_start})
+        self.rows_opt = torch.optim.Adagrad(groups, lr=a.lr)
+        # torch 1.13's Adagrad starts every sum at the constructor's
+        # initial_accumulator_value, whatever the group says.
+        for group in groups:
+            self.rows_opt.state[group["params"][0]]["sum"].fill_(
+                group["initial_accumulator_value"])
+        self.dense = a.int == "both"
+        self.adam = None
+        if self.dense:
+            self.lin = torch.nn.Linear(13, 1)
+            torch.nn.init.zeros_(self.lin.weight)
+            torch.nn.init.zeros_(self.lin.bias)
+            self.adam = torch.optim.Adam(self.lin.parameters(),
+                                         lr=a.dense_lr)
+        self.bias = n
+
+    def fixed(self, ids, offsets, fields):
+        """B x 39 ids, the padding row where a field has no feature."""
+        rows = len(offsets) - 1
+        seg = torch.repeat_interleave(torch.arange(rows),
+                                      offsets[1:] - offsets[:-1])
+        x = torch.full((rows, FIELDS), self.pad, dtype=torch.long)
+        x[seg, fields] = ids
+        return x
+
+    def logits(self, x, d):
+        bias = self.w(torch.full((len(x), 1), self.bias,
+                                 dtype=torch.long))[:, 0, 0]
+        out = self.w(x).sum((1, 2)) + bias
+        if self.fm:
+            e = self.v(x)
+            s = e.sum(1)
+            out = out + 0.5 * (s * s - (e * e).sum(1)).sum(1)
+        if self.dense:
+            out = out + self.lin(d)[:, 0]
+        return out
+
+    def step(self, ids, offsets, y, d, fields):
+        x = self.fixed(ids, offsets, fields)
+        self.rows_opt.zero_grad()
+        if self.adam:
+            self.adam.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            self.logits(x, d), y, reduction="sum")
+        loss.backward()
+        self.rows_opt.step()
+        if self.adam:
+            for p in self.lin.parameters():
+                p.grad /= len(y)  # dense: the per-example mean
+            self.adam.step()
+        return float(loss)
+
+    @torch.no_grad()
+    def predict(self, ids, offsets, d, fields):
+        return torch.sigmoid(self.logits(self.fixed(ids, offsets, fields), d))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", required=True)
@@ -270,6 +355,8 @@ def main():
     p.add_argument("--v_start", type=float, default=1000.0)
     p.add_argument("--init", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--style", choices=["mirror", "idiomatic"],
+                   default="mirror")
     a = p.parse_args()
     a.hidden = [int(h) for h in a.hidden.split(",") if h]
     torch.set_num_threads(a.threads)
@@ -286,7 +373,9 @@ def main():
             vocab[key] = len(vocab)
     tr = index(train, vocab)
     te = index(test, vocab)
-    m = Model(len(vocab), a)
+    if a.style == "idiomatic" and a.model not in ("lr", "fm"):
+        p.error("--style=idiomatic: lr or fm")
+    m = (IdiomaticFm if a.style == "idiomatic" else Model)(len(vocab), a)
     n = len(train)
     start = time.time()
     for _ in range(a.epochs):
@@ -306,9 +395,9 @@ def main():
             if "blas" in line and ".so" in line:
                 blas = line.split()[-1]
                 break
-    print("torch %s model=%s auc=%.4f logloss=%.4f test_rows=%d "
+    print("torch %s model=%s style=%s auc=%.4f logloss=%.4f test_rows=%d "
           "examples_per_second=%.0f rows=%d threads=%d blas=%s coretype=%s" %
-          (torch.__version__, a.model, auc, ll, len(test),
+          (torch.__version__, a.model, a.style, auc, ll, len(test),
            n * a.epochs / seconds, len(vocab), a.threads, blas,
            os.environ.get("OPENBLAS_CORETYPE", "auto")))
 

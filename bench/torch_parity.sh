@@ -17,7 +17,9 @@
 #   side is `sampan run`, 2 pservers and THREADS trainers of one thread
 #   each, in MODE; both sides read the file unzipped, which the trainers
 #   split by bytes; its examples/s is the training rows over the whole
-#   run's wall time, start-up and final scoring included), SAMPAN
+#   run's wall time, start-up and final scoring included), STYLE (mirror:
+#   the hand-written row-wise reference; idiomatic, LR/FM only: PyTorch's
+#   sparse nn.Embedding and stock Adagrad, the same math), SAMPAN
 #   (bazel-bin/cli/sampan). Needs Debian's python3-torch (/usr/bin/python3).
 set -euo pipefail
 model=${1:?lr, fm, deepfm or dcn}; threads=${2:?threads}; rounds=${3:-3}
@@ -70,7 +72,7 @@ YAML
 torch_flags=(--data="$data" --model="$model" --dim="$DIM" --lr="$LR"
   --batch="$BATCH" --epochs="$EPOCHS" --threads="$threads" --int="$INT"
   --min_count="$MIN_COUNT" --dense_lr="$DENSE_LR" --hidden="$HIDDEN"
-  --init="$INIT")
+  --init="$INIT" --style="${STYLE:-mirror}")
 [ "$EMPTY" = 1 ] && torch_flags+=(--empty)
 
 : > "$work/sampan.txt"; : > "$work/torch.txt"
