@@ -31,6 +31,7 @@ absl::StatusOr<std::unique_ptr<CollectiveRankMerge>> CollectiveRankMerge::Join(
   c.rank = options.rank;
   c.size = options.size;
   c.timeout = options.timeout;
+  c.shared_memory = options.shared_memory;
   // Sparse gradients live in host memory: never NCCL.
   c.backend = collective::Backend::kGloo;
   c.name = options.generation > 0
@@ -76,7 +77,9 @@ absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
     std::memcpy(rec + kHeadFloats, &step->grads[k * row_dim],
                 row_dim * sizeof(float));
   }
-  dedup_.Reset(n * 2 / size + 16);
+  size_t total = 0;
+  for (int r = 0; r < size; ++r) total += static_cast<size_t>(counts_[r]);
+  dedup_.Reset(total / size + 16);  // about the keys this rank owns
   out_.grads.clear();
   out_.shows.clear();
   out_.clicks.clear();

@@ -55,6 +55,8 @@ struct RankMergeOptions {
   // The collective group's generation (trainer/hybrid_dense.h): part of the
   // communicator's name, so a restarted group never meets the dead one.
   uint64_t generation = 0;
+  // False forces Gloo's TCP even when every rank is on this host (tests).
+  bool shared_memory = true;
 };
 
 class CollectiveRankMerge : public RankMerge {

@@ -180,11 +180,16 @@ class Loop {
         }
         if (begun.ok() && merge_) {
           // Across ranks every rank merges every step, even out of data or
-          // failed, so that no peer waits for it.
+          // failed, so that no peer waits for it. (A lockstep Begin that
+          // failed would leave its peers waiting in the dense allreduce as
+          // well; HybridDense's Begin cannot fail.)
           const absl::Status m = PushMerged(&crew, st.ok() ? n : 0, st.ok());
           if (st.ok()) st = m;
         }
-        if (begun.ok() && st.ok() && o_.flush_each_step && n > 0) {
+        // SYNC: this step's pushes are applied before its End (a rank out
+        // of data may still push keys it owns from its peers' batches).
+        if (begun.ok() && st.ok() && o_.flush_each_step &&
+            (n > 0 || o_.ranks != nullptr)) {
           st = o_.rows->Flush();
         }
         if (!begun.ok()) {

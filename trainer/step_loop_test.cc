@@ -437,30 +437,101 @@ class HalvingMerge : public RankMerge {
 };
 
 TEST(StepLoopTest, EveryLockstepStepIsMergedAcrossRanksBeforeItsPush) {
-  Rig rig(true, /*learning_rate=*/0.0f, /*init_range=*/0.1f);
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    // Rows and weights that never move: the same batches give the same
+    // gradients, so the merged run must push what the plain run pushed,
+    // as the merge changed it (even keys, gradients doubled).
+    std::vector<std::map<uint64_t, RecordingRows::Row>> plain, merged;
+    std::vector<size_t> given;
+    uint64_t steps = 0;
+    for (bool ranks : {false, true}) {
+      Rig rig(true, /*learning_rate=*/0.0f, /*init_range=*/0.1f);
+      RecordingLockstep dense(rig.model.dense_size());
+      dense.lr = 0;
+      RecordingRows rows(rig.rows.get(), rig.model.row_dim());
+      VectorSource source(4, 16, 9);
+      Counter counter;
+      HalvingMerge merge;
+      StepLoopOptions o = rig.Options(&source, &dense, threads, &counter);
+      o.rows = &rows;
+      if (ranks) o.ranks = &merge;
+      ASSERT_TRUE(RunStepLoop(o, &steps).ok());
+      EXPECT_EQ(counter.batches, 4);
+      (ranks ? merged : plain) = rows.pushes;
+      given = merge.given;
+    }
+    ASSERT_EQ(steps, 4u / threads);
+    // Every step, then the step that found no data: a rank out of data
+    // still merges (its peers may have had batches).
+    ASSERT_EQ(given.size(), steps + 1);
+    EXPECT_GT(given[0], 0u);
+    EXPECT_EQ(given.back(), 0u);
+    // Without ranks each crew thread pushes its part; with them the parts
+    // are joined, merged and pushed once a step.
+    ASSERT_EQ(plain.size(), steps * threads);
+    ASSERT_EQ(merged.size(), steps);
+    for (uint64_t step = 0; step < steps; ++step) {
+      std::map<uint64_t, RecordingRows::Row> want;
+      for (int p = 0; p < threads; ++p) {
+        for (const auto& [key, r] : plain[step * threads + p]) {
+          if (key % 2 != 0) continue;
+          RecordingRows::Row w = r;
+          for (float& g : w.grad) g *= 2;
+          want[key] = w;
+        }
+      }
+      const auto& got = merged[step];
+      ASSERT_EQ(got.size(), want.size()) << "step " << step;
+      for (const auto& [key, w] : want) {
+        auto it = got.find(key);
+        ASSERT_NE(it, got.end()) << "step " << step << " key " << key;
+        EXPECT_EQ(it->second.show, w.show);
+        for (size_t d = 0; d < w.grad.size(); ++d) {
+          EXPECT_FLOAT_EQ(it->second.grad[d], w.grad[d]) << key;
+        }
+      }
+    }
+  }
+}
+
+// Fails the pull after `ok` good ones.
+class FailingRows : public SparseStore {
+ public:
+  FailingRows(SparseStore* rows, int ok) : rows_(rows), ok_(ok) {}
+  absl::Status Pull(absl::Span<const uint64_t> keys, bool training, float* rows,
+                    PullPositions* positions) override {
+    if (ok_-- <= 0) return absl::UnavailableError("pull failed");
+    return rows_->Pull(keys, training, rows, positions);
+  }
+  absl::Status Push(const PushBatch& push) override {
+    ++pushes;
+    return rows_->Push(push);
+  }
+  absl::Status Flush() override { return rows_->Flush(); }
+  int pushes = 0;
+
+ private:
+  SparseStore* const rows_;
+  int ok_;
+};
+
+TEST(StepLoopTest, AFailedStepStillMergesButPushesNothing) {
+  Rig rig(true);
   RecordingLockstep dense(rig.model.dense_size());
-  dense.lr = 0;
-  RecordingRows rows(rig.rows.get(), rig.model.row_dim());
-  VectorSource source(3, 16, 9);
-  Counter counter;
+  FailingRows rows(rig.rows.get(), /*ok=*/2);
+  VectorSource source(5, 16, 10);
   HalvingMerge merge;
-  StepLoopOptions o = rig.Options(&source, &dense, 1, &counter);
+  StepLoopOptions o = rig.Options(&source, &dense, 1);
   o.rows = &rows;
   o.ranks = &merge;
-  uint64_t steps = 0;
-  ASSERT_TRUE(RunStepLoop(o, &steps).ok());
-  EXPECT_EQ(steps, 3u);
-  EXPECT_EQ(counter.batches, 3);
-  // Three steps with keys, then the step that found no data: a rank out of
-  // data still merges (its peers may have had batches).
-  ASSERT_EQ(merge.given.size(), 4u);
-  EXPECT_GT(merge.given[0], 0u);
-  EXPECT_EQ(merge.given[3], 0u);
-  ASSERT_EQ(rows.pushes.size(), 3u);  // what the merge returned, only
-  for (const auto& push : rows.pushes) {
-    ASSERT_FALSE(push.empty());
-    for (const auto& [key, r] : push) EXPECT_EQ(key % 2, 0u) << key;
-  }
+  const absl::Status s = RunStepLoop(o);
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  // Two good steps, then the failed one, which gives nothing but still
+  // takes part, so its peers are not left waiting.
+  ASSERT_EQ(merge.given.size(), 3u);
+  EXPECT_EQ(merge.given[2], 0u);
+  EXPECT_EQ(rows.pushes, 2);
 }
 
 }  // namespace
