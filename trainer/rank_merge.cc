@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/hash.h"
 
 namespace sampan {
@@ -53,6 +54,7 @@ absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
   if (size == 1) return absl::OkStatus();
   const size_t n = step->keys.size();
   const size_t record = row_dim + kHeadFloats;
+  const absl::Time start = absl::Now();
   std::fill(counts_.begin(), counts_.end(), 0.0f);
   counts_[options_.rank] = static_cast<float>(std::min(n, kMaxKeys));
   absl::Status s =
@@ -97,6 +99,10 @@ absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
   }
   dedup_.TakeKeys(&out_.keys);
   std::swap(*step, out_);
+  ++stats_.steps;
+  stats_.keys_given += n;
+  stats_.keys_pushed += step->keys.size();
+  stats_.exchange_time += absl::Now() - start;
   return absl::OkStatus();
 }
 

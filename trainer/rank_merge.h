@@ -70,6 +70,16 @@ class CollectiveRankMerge : public RankMerge {
   // The rank that pushes `key` among `size` ranks.
   static int OwnerOf(uint64_t key, int size);
 
+  // What the merges so far did: steps, keys this rank gave (its summed
+  // steps), keys it got to push, and the time spent in the exchanges.
+  struct Stats {
+    uint64_t steps = 0;
+    uint64_t keys_given = 0;
+    uint64_t keys_pushed = 0;
+    absl::Duration exchange_time;
+  };
+  const Stats& stats() const { return stats_; }
+
  private:
   CollectiveRankMerge(const RankMergeOptions& options,
                       std::unique_ptr<collective::Communicator> comm);
@@ -83,6 +93,7 @@ class CollectiveRankMerge : public RankMerge {
   std::vector<float> receive_;  // one peer's records at a time
   KeyDedup dedup_;
   StepGradients out_;
+  Stats stats_;
 };
 
 }  // namespace sampan

@@ -64,6 +64,7 @@ void CheckMerge(bool shared_memory) {
   std::vector<std::vector<StepGradients>> out(
       kSteps, std::vector<StepGradients>(kRanks));
   std::vector<absl::Status> results(kRanks);
+  std::vector<CollectiveRankMerge::Stats> stats(kRanks);
   std::vector<std::thread> ranks;
   for (int r = 0; r < kRanks; ++r) {
     ranks.emplace_back([&, r] {
@@ -79,10 +80,20 @@ void CheckMerge(bool shared_memory) {
         results[r] = (*m)->Merge(kRowDim, &out[s][r]);
         if (!results[r].ok()) return;
       }
+      stats[r] = (*m)->stats();
     });
   }
   for (std::thread& t : ranks) t.join();
   for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(results[r].ok()) << results[r];
+  uint64_t given = 0, pushed = 0;
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(stats[r].steps, uint64_t{kSteps});
+    given += stats[r].keys_given;
+    pushed += stats[r].keys_pushed;
+  }
+  // 44 keys every rank gives, 10 of its own; rank 2 sits out the last step.
+  EXPECT_EQ(given, uint64_t{(kRanks * kSteps - 1) * 54});
+  EXPECT_EQ(pushed, uint64_t{(kSteps - 1) * (44 + kRanks * 10) + 44 + 20});
 
   for (int s = 0; s < kSteps; ++s) {
     std::map<uint64_t, Row> want;

@@ -344,6 +344,14 @@ class Trainer : public StepObserver {
                        << (sync_ ? "SYNC" : "HYBRID") << "), up to "
                        << loop.threads << " batches each";
     }
+    if (merge_ != nullptr) {
+      const CollectiveRankMerge::Stats& m = merge_->stats();
+      SAMPAN_LOG(INFO) << "trainer " << rank_ << ": rank merge: " << m.steps
+                       << " steps, " << m.keys_given << " keys given, "
+                       << m.keys_pushed << " pushed (owned), "
+                       << absl::FormatDuration(m.exchange_time)
+                       << " in exchanges (so far)";
+    }
     if (publisher_ == nullptr) return absl::OkStatus();
     std::vector<uint64_t> touched;
     {
