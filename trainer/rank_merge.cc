@@ -14,15 +14,16 @@ namespace {
 // A record: the key's 64 bits in two floats' storage (moved by copies only,
 // never by arithmetic), its shows, clicks and row_dim gradient floats.
 constexpr int kHeadFloats = 4;
-// Counts ride in an allreduce of floats, exact below 2^24.
-constexpr size_t kMaxKeys = size_t{1} << 24;
+// Counts ride in an allreduce of floats as two halves, each exact in a
+// float (below 2^24): count = high * 2^16 + low.
+constexpr size_t kHalf = size_t{1} << 16;
 
 }  // namespace
 
 CollectiveRankMerge::CollectiveRankMerge(
     const RankMergeOptions& options,
     std::unique_ptr<collective::Communicator> comm)
-    : options_(options), comm_(std::move(comm)), counts_(options.size) {}
+    : options_(options), comm_(std::move(comm)), counts_(2 * options.size) {}
 
 absl::StatusOr<std::unique_ptr<CollectiveRankMerge>> CollectiveRankMerge::Join(
     const RankMergeOptions& options) {
@@ -56,20 +57,16 @@ absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
   const size_t record = row_dim + kHeadFloats;
   const absl::Time start = absl::Now();
   std::fill(counts_.begin(), counts_.end(), 0.0f);
-  counts_[options_.rank] = static_cast<float>(std::min(n, kMaxKeys));
+  counts_[2 * options_.rank] = static_cast<float>(n / kHalf);
+  counts_[2 * options_.rank + 1] = static_cast<float>(n % kHalf);
   absl::Status s =
       comm_->AllReduce(counts_.data(), counts_.size(),
                        collective::ReduceOp::kSum, options_.timeout);
   if (!s.ok()) return s;
-  for (int r = 0; r < size; ++r) {
-    if (counts_[r] >= static_cast<float>(kMaxKeys)) {
-      // Every rank sees the same counts, so all of them stop here.
-      return absl::ResourceExhaustedError(
-          absl::StrCat("rank merge: trainer ", r, " brought ", kMaxKeys,
-                       " or more distinct keys to one step (the limit); lower "
-                       "data.batch_size or cluster.threads_per_trainer"));
-    }
-  }
+  const auto count_of = [&](int r) {
+    return static_cast<size_t>(counts_[2 * r]) * kHalf +
+           static_cast<size_t>(counts_[2 * r + 1]);
+  };
   send_.resize(n * record);
   for (size_t k = 0; k < n; ++k) {
     float* rec = &send_[k * record];
@@ -80,13 +77,13 @@ absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
                 row_dim * sizeof(float));
   }
   size_t total = 0;
-  for (int r = 0; r < size; ++r) total += static_cast<size_t>(counts_[r]);
+  for (int r = 0; r < size; ++r) total += count_of(r);
   dedup_.Reset(total / size + 16);  // about the keys this rank owns
   out_.grads.clear();
   out_.shows.clear();
   out_.clicks.clear();
   for (int r = 0; r < size; ++r) {
-    const size_t count = static_cast<size_t>(counts_[r]);
+    const size_t count = count_of(r);
     if (count == 0) continue;
     float* data = send_.data();
     if (r != options_.rank) {

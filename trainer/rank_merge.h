@@ -88,7 +88,7 @@ class CollectiveRankMerge : public RankMerge {
 
   const RankMergeOptions options_;
   const std::unique_ptr<collective::Communicator> comm_;
-  std::vector<float> counts_;   // keys per rank this step
+  std::vector<float> counts_;   // keys per rank this step, in halves
   std::vector<float> send_;     // this rank's records
   std::vector<float> receive_;  // one peer's records at a time
   KeyDedup dedup_;

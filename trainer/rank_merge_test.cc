@@ -141,6 +141,47 @@ TEST(RankMergeTest, EachKeyComesOutOnceAtItsOwnerSummedOverRanks) {
 
 TEST(RankMergeTest, TheSameOverGlooTcp) { CheckMerge(/*shared_memory=*/false); }
 
+TEST(RankMergeTest, AStepOfMoreThan65536KeysComesThroughWhole) {
+  // The counts travel in two float halves; 70,001 keys need both.
+  absl::StatusOr<std::unique_ptr<testing::TestCoordinator>> c =
+      testing::TestCoordinator::Start();
+  ASSERT_TRUE(c.ok()) << c.status();
+  constexpr size_t kKeys = 70001;
+  std::vector<StepGradients> out(2);
+  std::vector<absl::Status> results(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      absl::StatusOr<std::unique_ptr<CollectiveRankMerge>> m =
+          CollectiveRankMerge::Join(
+              Options((*c)->address(), r, 2, absl::Seconds(30)));
+      if (!m.ok()) {
+        results[r] = m.status();
+        return;
+      }
+      StepGradients& g = out[r];
+      for (size_t k = 0; k < (r == 0 ? kKeys : 3); ++k) {
+        g.keys.push_back(k);
+        g.shows.push_back(1);
+        g.clicks.push_back(0);
+        for (int d = 0; d < kRowDim; ++d) g.grads.push_back(float(k % 5));
+      }
+      results[r] = (*m)->Merge(kRowDim, &g);
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  ASSERT_TRUE(results[1].ok()) << results[1];
+  EXPECT_EQ(out[0].keys.size() + out[1].keys.size(), kKeys);
+  for (int r = 0; r < 2; ++r) {
+    for (size_t k = 0; k < out[r].keys.size(); ++k) {
+      const uint64_t key = out[r].keys[k];
+      EXPECT_EQ(out[r].shows[k], key < 3 ? 2.0f : 1.0f) << key;
+      EXPECT_EQ(out[r].grads[k * kRowDim], (key < 3 ? 2 : 1) * float(key % 5));
+    }
+  }
+}
+
 TEST(RankMergeTest, OneRankIsItsOwnMerge) {
   absl::StatusOr<std::unique_ptr<testing::TestCoordinator>> c =
       testing::TestCoordinator::Start();
