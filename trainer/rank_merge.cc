@@ -78,10 +78,7 @@ absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
   }
   size_t total = 0;
   for (int r = 0; r < size; ++r) total += count_of(r);
-  dedup_.Reset(total / size + 16);  // about the keys this rank owns
-  out_.grads.clear();
-  out_.shows.clear();
-  out_.clicks.clear();
+  sum_.Reset(total / size + 16, row_dim);  // about the keys this rank owns
   for (int r = 0; r < size; ++r) {
     const size_t count = count_of(r);
     if (count == 0) continue;
@@ -94,8 +91,7 @@ absl::Status CollectiveRankMerge::Merge(int row_dim, StepGradients* step) {
     if (!s.ok()) return s;
     Absorb(data, count, row_dim);
   }
-  dedup_.TakeKeys(&out_.keys);
-  std::swap(*step, out_);
+  sum_.Take(step);
   ++stats_.steps;
   stats_.keys_given += n;
   stats_.keys_pushed += step->keys.size();
@@ -111,16 +107,7 @@ void CollectiveRankMerge::Absorb(const float* records, size_t count,
     uint64_t key;
     std::memcpy(&key, rec, sizeof(uint64_t));
     if (OwnerOf(key, options_.size) != options_.rank) continue;
-    const uint32_t row = dedup_.Index(key);
-    if (row == out_.shows.size()) {
-      out_.shows.push_back(0.0f);
-      out_.clicks.push_back(0.0f);
-      out_.grads.resize(out_.grads.size() + row_dim, 0.0f);
-    }
-    out_.shows[row] += rec[2];
-    out_.clicks[row] += rec[3];
-    float* sum = &out_.grads[size_t(row) * row_dim];
-    for (int d = 0; d < row_dim; ++d) sum[d] += rec[kHeadFloats + d];
+    sum_.Add(key, rec[2], rec[3], rec + kHeadFloats);
   }
 }
 

@@ -38,7 +38,7 @@
 #include "absl/time/time.h"
 #include "collective/communicator.h"
 #include "grpcpp/security/credentials.h"
-#include "trainer/key_dedup.h"
+#include "trainer/step_gradients.h"
 #include "trainer/step_loop.h"
 
 namespace sampan {
@@ -83,7 +83,7 @@ class CollectiveRankMerge : public RankMerge {
  private:
   CollectiveRankMerge(const RankMergeOptions& options,
                       std::unique_ptr<collective::Communicator> comm);
-  // Adds rank `from`'s records (`count` keys) that this rank owns to out_.
+  // Adds a rank's records (`count` keys) that this rank owns to sum_.
   void Absorb(const float* records, size_t count, int row_dim);
 
   const RankMergeOptions options_;
@@ -91,8 +91,7 @@ class CollectiveRankMerge : public RankMerge {
   std::vector<float> counts_;   // keys per rank this step, in halves
   std::vector<float> send_;     // this rank's records
   std::vector<float> receive_;  // one peer's records at a time
-  KeyDedup dedup_;
-  StepGradients out_;
+  GradientSum sum_;             // this step's owned keys, summed in rank order
   Stats stats_;
 };
 

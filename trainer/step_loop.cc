@@ -321,32 +321,20 @@ class Loop {
   // Sums the step's first n batches' gradients, shows and clicks per key,
   // for the keys of part p, into parts_[p].step.
   void SumPart(int p, int n) {
-    const int row_dim = o_.model->row_dim();
     const int parts = group_;
+    const int row_dim = o_.model->row_dim();
     Part& part = parts_[p];
-    StepGradients& g = part.step;
-    part.dedup.Reset(n > 0 ? workers_[0].keys.size() * n / parts + 16 : 0);
-    g.grads.clear();
-    g.shows.clear();
-    g.clicks.clear();
+    part.sum.Reset(n > 0 ? workers_[0].keys.size() * n / parts + 16 : 0,
+                   row_dim);
     for (int i = 0; i < n; ++i) {
       const Worker& w = workers_[i];
       for (size_t k = 0; k < w.keys.size(); ++k) {
         if (parts > 1 && PartOf(w.keys[k], parts) != p) continue;
-        const uint32_t row = part.dedup.Index(w.keys[k]);
-        if (row == g.shows.size()) {
-          g.shows.push_back(0.0f);
-          g.clicks.push_back(0.0f);
-          g.grads.resize(g.grads.size() + row_dim, 0.0f);
-        }
-        g.shows[row] += w.shows[k];
-        g.clicks[row] += w.clicks[k];
-        float* sum = &g.grads[size_t(row) * row_dim];
-        const float* add = &w.grads[k * row_dim];
-        for (int d = 0; d < row_dim; ++d) sum[d] += add[d];
+        part.sum.Add(w.keys[k], w.shows[k], w.clicks[k],
+                     &w.grads[k * size_t(row_dim)]);
       }
     }
-    part.dedup.TakeKeys(&g.keys);
+    part.sum.Take(&part.step);
   }
 
   absl::Status PushPart(const StepGradients& g) {
@@ -366,7 +354,7 @@ class Loop {
   std::vector<Worker> workers_;
   // A merging step's sums, one part per crew thread (disjoint keys).
   struct Part {
-    KeyDedup dedup;
+    GradientSum sum;
     StepGradients step;
   };
   std::vector<Part> parts_;

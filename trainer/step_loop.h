@@ -50,6 +50,7 @@
 #include "trainer/data/batch.h"
 #include "trainer/model/ctr_model.h"
 #include "trainer/model/word2vec.h"
+#include "trainer/step_gradients.h"
 
 namespace sampan {
 
@@ -114,14 +115,6 @@ class DenseWeights {
 
 // No dense weights (LR and FM without dense inputs).
 std::unique_ptr<DenseWeights> NoDenseWeights();
-
-// A lockstep step's sparse gradients summed per key: keys[i]'s gradient is
-// grads[i * row_dim, (i + 1) * row_dim), its shows and clicks shows[i] and
-// clicks[i].
-struct StepGradients {
-  std::vector<uint64_t> keys;
-  std::vector<float> grads, shows, clicks;
-};
 
 // Sums a lockstep step's sparse gradients across the ranks of a job, whose
 // batches of one step were all computed on the rows as the step found them
