@@ -144,14 +144,18 @@ class Fleet {
   // Freezes `shard` where it is for `hold`, then unfreezes it (a move that
   // was called off): what clients meet while a shard is being copied.
   // Notifies `in_force` (when given) once the freeze is.
+  // `in_force` is notified once the freeze holds, `lifting` just before it
+  // is lifted (a client may see the thaw before this call returns).
   void FreezeFor(uint32_t shard, absl::Duration hold,
-                 absl::Notification* in_force = nullptr) {
+                 absl::Notification* in_force = nullptr,
+                 absl::Notification* lifting = nullptr) {
     const ShardMap map = Map();
     const uint32_t owner = map.owner[shard];
     ASSERT_TRUE(
         SetShards(owner, map.version + 1, map.ShardsOf(owner), {shard}).ok());
     if (in_force != nullptr) in_force->Notify();
     absl::SleepFor(hold);
+    if (lifting != nullptr) lifting->Notify();
     ASSERT_TRUE(
         SetShards(owner, map.version + 1, map.ShardsOf(owner), {}).ok());
   }
@@ -281,14 +285,14 @@ std::vector<float> ReadAll(const Fleet& fleet,
 }
 
 // Freezes `shard` for `hold` on a thread of its own (Fleet::FreezeFor);
-// returns once the freeze is in force. thawed() once it is lifted; the
+// returns once the freeze is in force. thawed() once its lifting begins
+// (so a client that saw the thaw never finds it false); the
 // thread is joined on destruction.
 class FreezeInBackground {
  public:
   FreezeInBackground(Fleet& fleet, uint32_t shard, absl::Duration hold)
       : thread_([&fleet, shard, hold, this] {
-          fleet.FreezeFor(shard, hold, &in_force_);
-          thawed_.Notify();
+          fleet.FreezeFor(shard, hold, &in_force_, &thawed_);
         }) {
     in_force_.WaitForNotification();
   }
