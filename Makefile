@@ -42,7 +42,7 @@ fuzz: build
 # bases are per checkout (a hash of its path): one shared by two clones kept
 # runfiles that linked into the other, deleted one.
 CHECKOUT := $(shell printf %s "$(CURDIR)" | md5sum | cut -c1-8)
-TSAN_TESTS = //pserver:worker_pool_test //trainer/client:ps_client_test \
+TSAN_TESTS = //pserver:worker_pool_test //common:fork_join_test //trainer/client:ps_client_test \
 	//sparse_table:memory_table_test //sparse_table:rocksdb_table_test \
 	//sparse_table:redo_table_test //sparse_table:redo_log_test \
 	//sparse_table:memory_snapshot_test //pserver:pserver_test \

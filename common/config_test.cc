@@ -161,6 +161,9 @@ TEST(ConfigTest, ServingLimits) {
   EXPECT_EQ(ParseError("serving: {store_dir: /s, memory_budget_mb: 2}\n"),
             "job.yaml: serving.memory_budget_mb: must be at least 4, got 2");
   EXPECT_EQ(ParseError("serving: {store_dir: /s, memory_budget_mb: 64}\n"), "");
+  EXPECT_EQ(ParseError("serving: {scoring_threads: 300}\n"),
+            "job.yaml: serving.scoring_threads: must be at most 256, got 300");
+  EXPECT_EQ(ParseError("serving: {scoring_threads: 4}\n"), "");
 }
 
 TEST(ConfigTest, ShardedServing) {

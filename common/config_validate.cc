@@ -507,6 +507,11 @@ absl::Status ValidateServing(const JobConfig& config) {
       AtLeast("serving.max_examples_per_request", s.max_examples_per_request(),
               1),
       AtLeast("serving.max_line_bytes", s.max_line_bytes(), 1),
+      s.scoring_threads() > 256
+          ? Invalid(
+                "serving.scoring_threads",
+                absl::StrCat("must be at most 256, got ", s.scoring_threads()))
+          : absl::OkStatus(),
       s.store_dir().empty()
           ? absl::OkStatus()
           : AtLeast("serving.memory_budget_mb", s.memory_budget_mb(), 4),

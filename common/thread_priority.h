@@ -43,6 +43,13 @@ int SetNiceOfThreadsNamed(const std::string& name, int nice);
 // process's threads is which.
 void SetCurrentThreadName(const std::string& name);
 
+// The cores the calling thread may use: its CPU affinity, capped by the
+// CPU quota of its cgroup v2 (/sys/fs/cgroup/cpu.max, a container's own
+// under a cgroup namespace) rounded up; at least 1. For sizing pools that
+// do work on every core (std::thread::hardware_concurrency counts the
+// whole machine's, which a container may not use).
+int UsableCores();
+
 }  // namespace sampan
 
 #endif  // SAMPAN_COMMON_THREAD_PRIORITY_H_

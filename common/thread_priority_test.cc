@@ -1,6 +1,7 @@
 #include "common/thread_priority.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -68,6 +69,30 @@ TEST(ThreadPriority, LongNamesAreCut) {
   });
   t.join();
   EXPECT_EQ(got, "a-name-of-twent");
+}
+
+TEST(ThreadPriority, UsableCoresFollowsTheAffinity) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  const int cores = UsableCores();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, CPU_COUNT(&all));
+  int usable_pinned = 0;
+  std::thread t([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &all)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    }
+    if (sched_setaffinity(0, sizeof(one), &one) == 0) {
+      usable_pinned = UsableCores();
+    }
+  });
+  t.join();
+  EXPECT_EQ(usable_pinned, 1);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/thread_priority.h"
 #include "serving/request_batch.h"
 #include "serving/serving.h"
 #include "serving/serving_metrics.h"
@@ -22,6 +23,7 @@ ServingOptions ServingOptionsFromJob(const JobConfig& config) {
                            s.shard_addresses().end());
   o.table_shards = std::max(1u, config.table().num_shards());
   o.lookup_deadline = absl::Seconds(s.lookup_deadline_seconds());
+  o.scoring_threads = int(s.scoring_threads());
   return o;
 }
 
@@ -56,8 +58,23 @@ FollowOptions PredictService::FollowOptionsOf(const ServingOptions& options) {
   return f;
 }
 
+namespace {
+
+// Nice value of the scoring workers: the server's gRPC threads (reading
+// requests, parsing, looking rows up, writing answers) preempt them.
+constexpr int kScoringNice = 5;
+
+int ScoringWorkers(int scoring_threads) {
+  return scoring_threads > 0 ? scoring_threads : UsableCores();
+}
+
+}  // namespace
+
 PredictService::PredictService(const ServingOptions& options)
-    : options_(options), follower_(FollowOptionsOf(options)) {}
+    : options_(options),
+      follower_(FollowOptionsOf(options)),
+      scoring_(ScoringWorkers(options.scoring_threads), "score", kScoringNice) {
+}
 
 absl::StatusOr<std::shared_ptr<const RowSource>> PredictService::BringRows(
     const std::vector<ChainMember>& chain) {
@@ -106,8 +123,8 @@ grpc::Status PredictService::Handle(const serving::PredictRequest& request,
   RequestLimits limits;
   limits.max_examples = options_.max_examples_per_request;
   limits.max_line_bytes = options_.max_line_bytes;
-  absl::Status s =
-      ScoreRequest(request, *served->scoring, limits, response, hits, misses);
+  absl::Status s = ScoreRequest(request, *served->scoring, limits, response,
+                                hits, misses, &scoring_);
   if (!s.ok()) return StatusToGrpc(s);
   response->set_version(served->version);
   response->set_pass_name(served->pass);

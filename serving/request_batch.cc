@@ -125,7 +125,7 @@ absl::Status ScoreRequest(const serving::PredictRequest& request,
                           const ScoringModel& model,
                           const RequestLimits& limits,
                           serving::PredictResponse* response, size_t* hits,
-                          size_t* misses) {
+                          size_t* misses, ForkJoinPool* pool) {
   RequestShape shape;
   shape.parse = model.parse;
   shape.fields = model.model->fields();
@@ -136,8 +136,9 @@ absl::Status ScoreRequest(const serving::PredictRequest& request,
   absl::Status s = RequestToBatch(request, shape, &batch);
   if (!s.ok()) return s;
   response->mutable_probabilities()->Resize(int(batch.size()), 0.0f);
-  absl::StatusOr<size_t> found = ScoreBatch(
-      model, &batch, response->mutable_probabilities()->mutable_data(), &ws);
+  absl::StatusOr<size_t> found =
+      ScoreBatch(model, &batch,
+                 response->mutable_probabilities()->mutable_data(), &ws, pool);
   if (!found.ok()) {
     response->clear_probabilities();
     return found.status();

@@ -47,12 +47,13 @@ absl::Status RequestToBatch(const serving::PredictRequest& request,
 // RequestToBatch (the response is then unchanged), or the rows' lookup's
 // (model.rows: a store's I/O error, an unreachable lookup shard). `hits`, when
 // not null, receives the distinct signs the model had a row for, `misses` the
-// others.
+// others. `pool`: as ScoreBatch's.
 absl::Status ScoreRequest(const serving::PredictRequest& request,
                           const ScoringModel& model,
                           const RequestLimits& limits,
                           serving::PredictResponse* response,
-                          size_t* hits = nullptr, size_t* misses = nullptr);
+                          size_t* hits = nullptr, size_t* misses = nullptr,
+                          ForkJoinPool* pool = nullptr);
 
 }  // namespace sampan
 

@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/fork_join.h"
 #include "proto/job.pb.h"
 #include "proto/serving.grpc.pb.h"
 #include "serving/model_follower.h"
@@ -67,6 +68,9 @@ struct ServingOptions {
   absl::Duration lookup_deadline = absl::Seconds(1);
   // For the channels to the shards; null = plaintext.
   std::shared_ptr<grpc::ChannelCredentials> shard_credentials;
+  // Workers that run the calls' forward passes (common/fork_join.h), in
+  // arrival order and split across idle workers; 0 = one per usable core.
+  int scoring_threads = 0;
 };
 
 // The job's serving: section; serving.model defaults to
@@ -116,6 +120,9 @@ class PredictService final : public serving::Predictor::Service {
   // A front end's lookup shards; null otherwise.
   std::shared_ptr<ShardClients> shards_;
   ModelFollower follower_;
+  // Runs the calls' forward passes (ScoreBatch's pool), at a nice value
+  // above the gRPC threads'.
+  mutable ForkJoinPool scoring_;
 };
 
 }  // namespace sampan

@@ -189,7 +189,9 @@ grpc::Status Server::Predict(const PredictRequest& request,
   return stub->Predict(&context, request, response);
 }
 
-void ExpectServeEqualsEval(const ServingOptions& options) {
+namespace {
+
+void ExpectServeEqualsEvalOnce(const ServingOptions& options) {
   Server server(options);
   absl::Status refreshed = server.service().Refresh();
   ASSERT_TRUE(refreshed.ok()) << refreshed;
@@ -212,6 +214,16 @@ void ExpectServeEqualsEval(const ServingOptions& options) {
       ASSERT_NEAR(response.probabilities(i), want[begin + i], 1e-6)
           << options.model << " line " << begin + i;
     }
+  }
+}
+
+}  // namespace
+
+void ExpectServeEqualsEval(const ServingOptions& options) {
+  for (int threads : {1, 4}) {
+    ServingOptions o = options;
+    o.scoring_threads = threads;
+    ExpectServeEqualsEvalOnce(o);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "trainer/scoring.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "trainer/data/rare_signs.h"
@@ -90,10 +91,55 @@ absl::Status LookUpWithRareSigns(const RowSource& source, Batch* batch,
   return absl::OkStatus();
 }
 
+// A part's examples, the rows of their signs and its activations: one set
+// per thread, reused across calls.
+struct PartBuffers {
+  Batch batch;
+  std::vector<uint32_t> row_of_sign;
+  CtrModel::Workspace model;
+};
+
+// Step's forward pass over `batch` on the pool's workers, in `parts` parts
+// of consecutive examples.
+void ForwardOnPool(const ScoringModel& model, const Batch& batch,
+                   const std::vector<uint32_t>& row_of_sign, const float* rows,
+                   float* probs, int parts, ForkJoinPool* pool) {
+  const size_t n = batch.size();
+  const float* dense = model.dense.weights.data();
+  pool->Run(parts, [&](int p) {
+    thread_local PartBuffers part;
+    if (parts == 1) {
+      model.model->Step(batch, row_of_sign, 0, rows, dense, nullptr, nullptr,
+                        probs, &part.model);
+      return;
+    }
+    const size_t begin = n * size_t(p) / size_t(parts);
+    const size_t end = n * size_t(p + 1) / size_t(parts);
+    part.batch.Clear();
+    for (size_t i = begin; i < end; ++i) part.batch.Append(batch, i);
+    part.row_of_sign.assign(row_of_sign.begin() + batch.offsets[begin],
+                            row_of_sign.begin() + batch.offsets[end]);
+    model.model->Step(part.batch, part.row_of_sign, 0, rows, dense, nullptr,
+                      nullptr, probs + begin, &part.model);
+  });
+}
+
 }  // namespace
 
+int ScoringParts(const CtrModel& model, size_t examples, int threads) {
+  constexpr double kPartMacs = 1e6;
+  constexpr size_t kMinPartExamples = 16;
+  const double macs = model.DenseMacsPerExample() +
+                      double(model.fields()) * double(model.row_dim());
+  if (double(examples) * macs < kPartMacs || threads < 1) return 0;
+  const size_t min_part =
+      std::max(kMinPartExamples, size_t(std::ceil(kPartMacs / macs)));
+  return int(std::clamp<size_t>(examples / min_part, 1, size_t(threads)));
+}
+
 absl::StatusOr<size_t> ScoreBatch(const ScoringModel& model, Batch* batch,
-                                  float* probs, ScoringWorkspace* ws) {
+                                  float* probs, ScoringWorkspace* ws,
+                                  ForkJoinPool* pool) {
   const SparseRowSource in_memory(&model.loaded.sparse);
   const RowSource& source = model.rows ? *model.rows : in_memory;
   if (model.loaded.manifest.min_feature_count > 1) {
@@ -108,6 +154,14 @@ absl::StatusOr<size_t> ScoreBatch(const ScoringModel& model, Batch* batch,
     if (!s.ok()) return s;
   }
   const size_t found = std::count(ws->found.begin(), ws->found.end(), 1);
+  const int parts = pool == nullptr ? 0
+                                    : ScoringParts(*model.model, batch->size(),
+                                                   pool->workers());
+  if (parts > 0) {
+    ForwardOnPool(model, *batch, ws->keys.row_of_sign, ws->rows.data(), probs,
+                  parts, pool);
+    return found;
+  }
   model.model->Step(*batch, ws->keys.row_of_sign, 0, ws->rows.data(),
                     model.dense.weights.data(), nullptr, nullptr, probs,
                     &ws->model);

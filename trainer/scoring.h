@@ -22,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/fork_join.h"
 #include "trainer/batch_keys.h"
 #include "trainer/data/batch.h"
 #include "trainer/data/formats.h"
@@ -112,8 +113,20 @@ struct ScoringWorkspace {
 // for min_feature_count > 1, the rare sign of each of its slots).
 // Returns the number of the batch's distinct signs the model held a row for,
 // or the lookup's error (probs are then unspecified).
+// With `pool`, a forward pass big enough (ScoringParts > 0) runs on the
+// pool's workers, in arrival order with other calls' (common/fork_join.h),
+// after the one lookup on the caller; the probabilities are the same to
+// float rounding (Eigen blocks a product by its row count).
 absl::StatusOr<size_t> ScoreBatch(const ScoringModel& model, Batch* batch,
-                                  float* probs, ScoringWorkspace* ws);
+                                  float* probs, ScoringWorkspace* ws,
+                                  ForkJoinPool* pool = nullptr);
+
+// How a forward pass of `examples` examples of `model` runs on a pool of
+// `threads` workers: 0 = on the caller, when it is cheaper than handing it
+// over (under about a million multiply-adds: a DeepFM 3x400 example, LR and
+// FM below thousands of examples); otherwise in 1..threads parts, each at
+// least 16 examples and about a million multiply-adds.
+int ScoringParts(const CtrModel& model, size_t examples, int threads);
 
 }  // namespace sampan
 
