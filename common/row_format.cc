@@ -8,6 +8,10 @@
 #include "absl/base/casts.h"
 #include "common/hash.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace sampan {
 namespace {
 
@@ -48,6 +52,40 @@ bool RoundUp(float frac, bool lo_odd, Rounding rounding, float u) {
   if (rounding == Rounding::kStochastic) return u < frac;
   return frac > 0.5f || (frac == 0.5f && lo_odd);
 }
+
+// FP16 codes to floats one at a time (HalfToFloat), from words[0]'s first
+// half on.
+void DecodeHalves(const float* words, uint32_t begin, uint32_t n, float* v) {
+  for (uint32_t i = begin; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, reinterpret_cast<const char*>(words) + 2 * i, 2);
+    v[i] = HalfToFloat(h);
+  }
+}
+
+#if defined(__x86_64__)
+// The same with F16C's vcvtph2ps, eight at a time: the same floats for
+// every code the encoder writes (it writes no signalling NaN, which the
+// instruction would quiet). Compiled for F16C whatever the build's
+// baseline; called only where the CPU has it.
+__attribute__((target("avx,f16c"))) void DecodeHalvesF16c(const float* words,
+                                                          uint32_t n,
+                                                          float* v) {
+  const char* h = reinterpret_cast<const char*>(words);
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i codes =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 2 * i));
+    _mm256_storeu_ps(v + i, _mm256_cvtph_ps(codes));
+  }
+  DecodeHalves(words, i, n, v);
+}
+
+bool CpuHasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c");
+  return has;
+}
+#endif
 
 }  // namespace
 
@@ -177,11 +215,13 @@ void DecodeEmbedding(RowFormat format, const float* words, uint32_t n,
       std::memcpy(v, words, size_t{n} * 4);
       return;
     case RowFormat::kFp16:
-      for (uint32_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, reinterpret_cast<const char*>(words) + 2 * i, 2);
-        v[i] = HalfToFloat(h);
+#if defined(__x86_64__)
+      if (CpuHasF16c()) {
+        DecodeHalvesF16c(words, n, v);
+        return;
       }
+#endif
+      DecodeHalves(words, 0, n, v);
       return;
     case RowFormat::kInt8: {
       const float scale = words[0];
