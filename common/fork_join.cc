@@ -1,14 +1,18 @@
 #include "common/fork_join.h"
 
+#include <algorithm>
+
 #include "common/thread_priority.h"
 
 namespace sampan {
 
 ForkJoinPool::ForkJoinPool(int workers, const std::string& name, int nice) {
+  // New threads start at their creator's nice value.
+  const int base = CurrentThreadNice();
   for (int i = 0; i < workers; ++i) {
-    threads_.emplace_back([this, name, nice, i] {
+    threads_.emplace_back([this, name, nice, base, i] {
       SetCurrentThreadName(name + "-" + std::to_string(i));
-      if (nice != 0) SetCurrentThreadNice(nice);
+      if (nice > 0) SetCurrentThreadNice(std::min(19, base + nice));
       WorkerLoop();
     });
   }
@@ -37,7 +41,7 @@ void ForkJoinPool::Run(int parts, absl::FunctionRef<void(int)> fn) {
   } else {
     work_.notify_all();
   }
-  done_.wait(lock, [&call] { return call.finished == call.parts; });
+  call.done.wait(lock, [&call] { return call.finished == call.parts; });
 }
 
 size_t ForkJoinPool::waiting() const {
@@ -57,7 +61,7 @@ void ForkJoinPool::WorkerLoop() {
     call->fn(part);
     lock.lock();
     // The caller may return (and `call` end) as soon as this is seen.
-    if (++call->finished == call->parts) done_.notify_all();
+    if (++call->finished == call->parts) call->done.notify_one();
   }
 }
 

@@ -40,8 +40,8 @@ namespace sampan {
 class ForkJoinPool {
  public:
   // `workers` >= 0 threads named "<name>-<i>" (common/thread_priority.h),
-  // each at nice value `nice` (0: the creator's; a failure to set it only
-  // costs latency).
+  // each `nice` nice values above the creating thread's (at most 19; a
+  // failure to set it only costs latency).
   ForkJoinPool(int workers, const std::string& name, int nice = 0);
   ~ForkJoinPool();  // joins the workers; no Run may be in progress
 
@@ -60,15 +60,15 @@ class ForkJoinPool {
     Call(int parts, absl::FunctionRef<void(int)> fn) : parts(parts), fn(fn) {}
     const int parts;
     absl::FunctionRef<void(int)> fn;
-    int started = 0;   // guarded by mu_
-    int finished = 0;  // guarded by mu_
+    int started = 0;               // guarded by mu_
+    int finished = 0;              // guarded by mu_
+    std::condition_variable done;  // finished == parts; waited under mu_
   };
 
   void WorkerLoop();
 
   mutable std::mutex mu_;
   std::condition_variable work_;  // a call queued, or stopping
-  std::condition_variable done_;  // a part finished
   std::deque<Call*> calls_;       // with parts not started; guarded by mu_
   bool stopping_ = false;         // guarded by mu_
   std::vector<std::thread> threads_;

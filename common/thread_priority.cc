@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -46,19 +48,50 @@ void SetCurrentThreadName(const std::string& name) {
   (void)pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 }
 
+int CurrentThreadNice() {
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  return errno == 0 ? nice : 0;
+}
+
+int CpuMaxCores(const std::string& cpu_max) {
+  std::istringstream in(cpu_max);
+  std::string quota;
+  long period = 0;
+  if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
+  char* end = nullptr;
+  const long q = std::strtol(quota.c_str(), &end, 10);
+  if (end == quota.c_str() || *end != '\0' || q <= 0) return 0;
+  return int((q + period - 1) / period);
+}
+
 int UsableCores() {
   int cores = 0;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
   if (cores <= 0) cores = int(std::thread::hardware_concurrency());
-  // "max 100000" (no quota) or "<quota> <period>" in microseconds.
-  std::ifstream cpu_max("/sys/fs/cgroup/cpu.max");
-  std::string quota;
-  long period = 0;
-  if (cpu_max >> quota >> period && quota != "max" && period > 0) {
-    const long q = std::strtol(quota.c_str(), nullptr, 10);
-    if (q > 0) cores = std::min<long>(cores, (q + period - 1) / period);
+  // The v2 line "0::/a/b": the quotas of /a/b, /a and the root apply.
+  std::ifstream groups("/proc/self/cgroup");
+  std::string line, path;
+  while (std::getline(groups, line)) {
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  }
+  std::filesystem::path dir = "/sys/fs/cgroup" + path;
+  for (;;) {
+    std::ifstream file(dir / "cpu.max");
+    std::string text;
+    if (std::getline(file, text)) {
+      if (const int quota = CpuMaxCores(text); quota > 0) {
+        cores = std::min(cores, quota);
+      }
+    }
+    if (dir == "/sys/fs/cgroup" || !dir.has_parent_path() ||
+        dir.parent_path() == dir) {
+      break;
+    }
+    dir = dir.parent_path();
   }
   return std::max(1, cores);
 }

@@ -25,6 +25,9 @@ inline constexpr int kBackgroundNice = 10;
 // no privilege; a failure is ignored, since only latency suffers.
 void SetCurrentThreadNice(int nice);
 
+// The calling thread's nice value (0 when it cannot be read).
+int CurrentThreadNice();
+
 // Nice value of RocksDB's CpuPriority::kLow, which its pool threads set
 // themselves when they next run a job.
 inline constexpr int kRocksDbLowNice = 19;
@@ -44,11 +47,16 @@ int SetNiceOfThreadsNamed(const std::string& name, int nice);
 void SetCurrentThreadName(const std::string& name);
 
 // The cores the calling thread may use: its CPU affinity, capped by the
-// CPU quota of its cgroup v2 (/sys/fs/cgroup/cpu.max, a container's own
-// under a cgroup namespace) rounded up; at least 1. For sizing pools that
-// do work on every core (std::thread::hardware_concurrency counts the
-// whole machine's, which a container may not use).
+// CPU quotas (cgroup v2 cpu.max, rounded up) of its cgroup and every one
+// above it that this process can see (/proc/self/cgroup's path under
+// /sys/fs/cgroup); at least 1. For sizing pools that work on every core
+// (std::thread::hardware_concurrency counts the machine's, which a
+// container may not use).
 int UsableCores();
+
+// The cores a cgroup v2 cpu.max text allows, rounded up: "max 100000" (no
+// quota) gives 0, "150000 100000" 2; 0 for text it cannot read.
+int CpuMaxCores(const std::string& cpu_max);
 
 }  // namespace sampan
 

@@ -95,5 +95,17 @@ TEST(ThreadPriority, UsableCoresFollowsTheAffinity) {
   EXPECT_EQ(usable_pinned, 1);
 }
 
+TEST(ThreadPriority, CpuMaxCoresRoundsTheQuotaUp) {
+  EXPECT_EQ(CpuMaxCores("max 100000"), 0);
+  EXPECT_EQ(CpuMaxCores("100000 100000"), 1);
+  EXPECT_EQ(CpuMaxCores("150000 100000"), 2);
+  EXPECT_EQ(CpuMaxCores("50000 100000\n"), 1);
+  EXPECT_EQ(CpuMaxCores("400000 100000"), 4);
+  EXPECT_EQ(CpuMaxCores(""), 0);
+  EXPECT_EQ(CpuMaxCores("12x 100000"), 0);
+  EXPECT_EQ(CpuMaxCores("100000 0"), 0);
+  EXPECT_EQ(CpuMaxCores("-5 100000"), 0);
+}
+
 }  // namespace
 }  // namespace sampan

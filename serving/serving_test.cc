@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
+#include "serving/request_batch.h"
 #include "serving/serving_testlib.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/synthetic.h"
@@ -29,6 +30,7 @@
 #include "trainer/eval_job.h"
 #include "trainer/local_job.h"
 #include "trainer/model_version.h"
+#include "trainer/scoring.h"
 
 namespace sampan {
 namespace {
@@ -99,6 +101,48 @@ TEST(Serving, DeepFmWithDenseInputsServesAsEvalScores) {
 
 TEST(Serving, DcnV2ServesAsEvalScores) {
   ExpectServeEqualsEval(ModelDir(TrainTiny("dcn", DCN_V2)));
+}
+
+// A call's forward pass split across the pool's workers gives the
+// caller's own pass's probabilities: DeepFM wide enough to split a
+// 100-example call in 4 parts (dense inputs, rare signs), and FM in 2 parts
+// of a call of 12,000 examples (its fused per-example path).
+void ExpectPoolScoresAsTheCaller(const JobConfig& job, int examples,
+                                 int want_parts) {
+  absl::StatusOr<std::unique_ptr<ScoringModel>> model =
+      LoadScoringModel(ModelDir(job));
+  ASSERT_TRUE(model.ok()) << model.status();
+  ForkJoinPool pool(4, "test");
+  ASSERT_EQ(ScoringParts(*(*model)->model, examples, pool.workers()),
+            want_parts);
+  const std::vector<std::string> lines = TestLines();
+  PredictRequest request;
+  for (int i = 0; i < examples; ++i) request.add_lines(lines[i % lines.size()]);
+  RequestLimits limits;
+  limits.max_examples = size_t(examples);
+  limits.max_line_bytes = 4096;
+  PredictResponse alone, split;
+  ASSERT_TRUE(ScoreRequest(request, **model, limits, &alone).ok());
+  ASSERT_TRUE(
+      ScoreRequest(request, **model, limits, &split, nullptr, nullptr, &pool)
+          .ok());
+  ASSERT_EQ(split.probabilities_size(), examples);
+  for (int i = 0; i < examples; ++i) {
+    ASSERT_NEAR(split.probabilities(i), alone.probabilities(i), 1e-6) << i;
+  }
+}
+
+TEST(Serving, ForwardPassesSplitAcrossWorkersScoreAsOnePass) {
+  JobConfig deepfm = TrainTiny("deepfm-wide", DEEPFM, [](JobConfig* c) {
+    c->mutable_model()->clear_hidden();
+    c->mutable_model()->add_hidden(400);
+    c->mutable_model()->add_hidden(400);
+    c->mutable_data()->set_integer_features(DataConfig::BUCKETS_AND_LOG_DENSE);
+    c->mutable_data()->set_min_feature_count(2);
+  });
+  ExpectPoolScoresAsTheCaller(deepfm, 100, 4);
+  ExpectServeEqualsEval(ModelDir(deepfm));  // through the server, 1 and 4
+  ExpectPoolScoresAsTheCaller(TrainTiny("fm-split", FM), 12000, 2);
 }
 
 TEST(Serving, SwapUnderLoadAndRefusedVersions) {

@@ -68,8 +68,8 @@ class Server {
 
 // Serves with `options` and asks for every test line, 100 at a time:
 // every probability equals eval's of options.model to 1e-6. Twice: with
-// scoring_threads 1 (every forward pass on its call's thread) and 4 (a deep
-// model's calls split in 4 parts).
+// scoring_threads 1 and 4 (a pass big enough runs on the workers, split in
+// as many parts as ScoringParts gives).
 void ExpectServeEqualsEval(const ServingOptions& options);
 
 // The value of the first metric of family `name`; -1 when absent.
