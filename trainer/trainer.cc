@@ -32,14 +32,13 @@
 #include "trainer/input_queue.h"
 #include "trainer/local_job.h"
 #include "trainer/model/ctr_model.h"
-#include "trainer/model/model_io.h"
-#include "trainer/model_export.h"
-#include "trainer/part_export.h"
 #include "trainer/pass_publisher.h"
 #include "trainer/pass_schedule.h"
 #include "trainer/pass_score.h"
+#include "trainer/rank_checkpoint.h"
 #include "trainer/rank_dense.h"
 #include "trainer/rank_merge.h"
+#include "trainer/rank_outputs.h"
 #include "trainer/rare_count.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
@@ -50,12 +49,6 @@ namespace sampan {
 namespace {
 
 absl::Duration Seconds(double s) { return absl::Seconds(s); }
-
-// " (+N rows of its shuffle window)" when the position is inside one.
-std::string WindowNote(const coord::DataPosition& p) {
-  if (p.window_skip() == 0) return "";
-  return absl::StrCat(" (+", p.window_skip(), " rows of its shuffle window)");
-}
 
 // The rank's InputQueue as the step loop's source, rare signs merged when
 // data.min_feature_count asks (set before the loop starts).
@@ -140,7 +133,9 @@ class Trainer : public StepObserver {
     if (status.ok() && words_ != nullptr) LogWordRate(train_start);
     if (status.ok()) status = dense_->Finish();
     if (status.ok() && checkpoints_ && !IsStreamJob(config_)) {
-      ArriveFinished();
+      coord::DataPosition position = CurrentInput()->Position();
+      position.set_steps(gate_.steps());
+      arrivals_->ArriveFinished(position);
     }
     Fail(status);
     if (status.ok()) {
@@ -151,9 +146,11 @@ class Trainer : public StepObserver {
                                     rank_);
     }
     // A stream's model is its published versions; a batch job exports one.
-    if (status.ok() && !IsStreamJob(config_)) status = Export();
+    if (status.ok() && !IsStreamJob(config_)) {
+      status = ExportRankModel(Outputs());
+    }
     if (status.ok() && rank_ == 0 && !TestPartsOf(config_).empty()) {
-      status = Evaluate();
+      status = EvaluateTestData(Outputs());
     }
     if (status.ok() && rank_ == 0 && early_stop_ != nullptr) {
       status = early_stop_->AppendResult(ResultPath(config_));
@@ -262,6 +259,12 @@ class Trainer : public StepObserver {
     absl::StatusOr<std::unique_ptr<RankDense>> dense = RankDense::Start(d);
     if (!dense.ok()) return dense.status();
     dense_ = std::move(*dense);
+    RankCheckpointOptions c;
+    c.config = &config_;
+    c.rank = rank_;
+    c.coordinator = &coordinator_;
+    c.dense = dense_.get();
+    arrivals_ = std::make_unique<RankCheckpoints>(c);
     const int ranks = config_.cluster().num_trainers();
     if (dense_->lockstep() && ranks > 1) {
       // A lockstep step's sparse gradients are summed across the ranks and
@@ -372,7 +375,12 @@ class Trainer : public StepObserver {
     }
     const uint32_t every = config_.checkpoint().every_passes();
     if (every > 0 && (pass.index() + 1) % every == 0) {
-      ArriveAtPassEnd(pass);
+      uint64_t rows = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        rows = examples_;
+      }
+      arrivals_->ArriveAtPassEnd(pass, rows, gate_.steps());
     }
     return absl::OkStatus();
   }
@@ -453,48 +461,6 @@ class Trainer : public StepObserver {
     early_stop_ = std::make_unique<EarlyStop>(std::move(e));
   }
 
-  // checkpoint.every_passes: every rank arrives once the pass is published
-  // (rank 0 publishes before it arrives), so the checkpoint holds the tables
-  // as the pass left them; a resume goes on with the next pass. A
-  // checkpoint that fails is logged; the stream goes on.
-  void ArriveAtPassEnd(const coord::StreamPass& pass) {
-    coord::CheckpointArriveRequest req;
-    coord::DataPosition* p = req.mutable_position();
-    p->set_rank(rank_);
-    p->set_pass_index(pass.index() + 1);
-    p->set_pass_name(pass.name());
-    p->set_steps(gate_.steps());
-    {
-      absl::MutexLock lock(&mu_);
-      p->set_rows(examples_);
-    }
-    if (dense_->lockstep() && rank_ == 0) {
-      // HYBRID/SYNC: the dense weights and optimizer state, as mid-pass
-      // checkpoints of a batch job hold them.
-      absl::StatusOr<std::string> path =
-          dense_->SaveForCheckpoint(gate_.steps());
-      if (!path.ok()) {
-        SAMPAN_LOG(WARNING) << "trainer 0: checkpoint after pass "
-                            << pass.name() << ": " << path.status().message();
-        return;
-      }
-      req.set_dense_saved(true);
-    }
-    absl::StatusOr<coord::CheckpointArriveResponse> resp =
-        coordinator_.CheckpointArrive(
-            req, Seconds(config_.checkpoint().timeout_seconds() +
-                         2 * config_.cluster().rpc_deadline_seconds()));
-    if (!resp.ok() || !resp->completed()) {
-      SAMPAN_LOG(WARNING) << "trainer " << rank_ << ": checkpoint after pass "
-                          << pass.name() << " not taken: "
-                          << (resp.ok() ? resp->reason()
-                                        : std::string(resp.status().message()));
-      return;
-    }
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": checkpoint " << resp->epoch()
-                     << " taken after pass " << pass.name();
-  }
-
   // Progressive validation: this rank's share of `pass`, scored by the
   // model before any of it is trained on; rank 0 merges the ranks' scores.
   absl::Status ScorePassBeforeTraining(const coord::StreamPass& pass,
@@ -514,62 +480,13 @@ class Trainer : public StepObserver {
     return publisher_->PutScore(pass, *score);
   }
 
-  // Runs while no batch is in flight (CheckpointGate): makes every push
-  // acknowledged, then arrives with this rank's position and waits for the
-  // checkpoint to end. A coordinator that cannot be reached abandons only
-  // this checkpoint: training goes on.
+  // The CheckpointGate's callback, run while no batch is in flight: every
+  // push acknowledged, then the arrival (trainer/rank_checkpoint.h).
   absl::StatusOr<uint64_t> TakeCheckpoint(uint64_t epoch, bool missed) {
     if (absl::Status s = FlushPushes(); !s.ok()) return s;
-    coord::CheckpointArriveRequest req;
-    req.set_epoch(epoch);
-    req.set_missed(missed);
-    *req.mutable_position() = CurrentInput()->Position();
-    req.mutable_position()->set_steps(gate_.steps());
-    if (dense_->lockstep() && rank_ == 0 && !missed) {
-      // Every rank holds the same dense state; rank 0 saves it. (ASYNC
-      // keeps it in pserver rows, which the snapshots hold.)
-      absl::StatusOr<std::string> path =
-          dense_->SaveForCheckpoint(gate_.steps());
-      if (!path.ok()) return path.status();
-      req.set_dense_saved(true);
-    }
-    const absl::Time start = absl::Now();
-    absl::StatusOr<coord::CheckpointArriveResponse> resp =
-        coordinator_.CheckpointArrive(
-            req, Seconds(config_.checkpoint().timeout_seconds() +
-                         2 * config_.cluster().rpc_deadline_seconds()));
-    if (!resp.ok()) {
-      SAMPAN_LOG(WARNING) << "trainer " << rank_ << ": checkpoint at step "
-                          << gate_.steps() << ": " << resp.status().message();
-      return epoch;
-    }
-    const coord::DataPosition& p = req.position();
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": checkpoint " << resp->epoch()
-                     << (resp->completed() ? " taken" : " abandoned (")
-                     << (resp->completed() ? "" : resp->reason() + ")")
-                     << " at step " << p.steps() << ", file " << p.file_index()
-                     << " offset " << p.byte_offset() << WindowNote(p)
-                     << ", paused "
-                     << absl::FormatDuration(absl::Now() - start);
-    return resp->epoch();
-  }
-
-  // A rank out of input counts as arrived at every later checkpoint; its
-  // position says so, so a resume does not train its part again.
-  void ArriveFinished() {
-    coord::CheckpointArriveRequest req;
-    *req.mutable_position() = CurrentInput()->Position();
-    req.mutable_position()->set_steps(gate_.steps());
-    req.mutable_position()->set_finished(true);
-    absl::StatusOr<coord::CheckpointArriveResponse> resp =
-        coordinator_.CheckpointArrive(
-            req, Seconds(config_.checkpoint().timeout_seconds() +
-                         2 * config_.cluster().rpc_deadline_seconds()));
-    if (!resp.ok()) {
-      SAMPAN_LOG(WARNING) << "trainer " << rank_
-                          << ": reporting the end of input for checkpoints: "
-                          << resp.status().message();
-    }
+    coord::DataPosition position = CurrentInput()->Position();
+    position.set_steps(gate_.steps());
+    return arrivals_->ArriveMidPass(epoch, missed, position);
   }
 
   // WORD2VEC: every trainer counts the vocabulary (trainer/word_job.h); a
@@ -603,68 +520,20 @@ class Trainer : public StepObserver {
         seconds, tokens_ / std::max(seconds, 1e-9));
   }
 
-  // After the "trained" barrier; see part_export.h. Word vectors: rank 0
-  // writes them (WordVectorsPath).
-  absl::Status Export() {
-    const int trainers = config_.cluster().num_trainers();
-    if (words_ != nullptr) {
-      absl::Status s;
-      if (rank_ == 0) {
-        s = ExportWordVectors(
-            WordVectorsPath(config_), *vocab_, words_->row_dim() - 1,
-            [this](absl::Span<const uint64_t> keys, float* out) {
-              return ps_->Pull(keys, false, out);
-            });
-      }
-      if (s.ok()) s = coordinator_.Barrier("exported", trainers, rank_);
-      return s;
-    }
-    absl::Status s = ExportTrainerPart(
-        config_, rank_, model_->row_dim(),
-        [this](absl::Span<const uint64_t> keys, float* out) {
-          return ps_->Pull(keys, false, out);
-        },
-        rare_.get());
-    if (s.ok() && rank_ == 0) s = SaveDense();
-    if (s.ok()) s = coordinator_.Barrier("exported", trainers, rank_);
-    if (s.ok() && rank_ == 0) {
-      ModelManifest manifest;
-      manifest.sparse_parts = trainers;
-      if (rare_ != nullptr) manifest.min_feature_count = rare_->min_count();
-      s = FinishModelDir(ModelDir(config_), config_, manifest);
-    }
-    return s;
-  }
-
-  absl::Status SaveDense() {
-    absl::StatusOr<DenseModelState> state = dense_->State();
-    if (!state.ok()) return state.status();
-    return SaveDenseModel(DenseModelPath(ModelDir(config_)), *model_, *state);
-  }
-
-  // Rank 0 scores the test files (or the training files' held-out tails)
-  // with the trained model, pulling rows without creating them, as `sampan
-  // eval` scores its export.
-  absl::Status Evaluate() {
-    std::vector<float> probs, labels;
-    absl::StatusOr<const float*> dense = dense_->Current();
-    if (!dense.ok()) return dense.status();
-    Worker w;
-    absl::Status s = ReadParts(
-        TestPartsOf(config_), config_.data().batch_size(), &w.batch, [&] {
-          if (rare_ != nullptr) rare_->Apply(&w.batch.signs, w.batch.slots);
-          absl::Status st = Predict(*model_, rows_.get(), *dense, &w);
-          if (!st.ok()) return st;
-          probs.insert(probs.end(), w.probs.begin(), w.probs.end());
-          labels.insert(labels.end(), w.batch.labels.begin(),
-                        w.batch.labels.end());
-          return absl::OkStatus();
-        });
-    if (!s.ok()) return s;
-    const EvalMetrics m = sampan::Evaluate(probs, labels);
-    SAMPAN_LOG(INFO) << absl::StrFormat("test AUC %.4f logloss %.4f on %d rows",
-                                        m.auc, m.logloss, m.rows);
-    return WriteResultFile(ResultPath(config_), m);
+  // trainer/rank_outputs.h.
+  RankOutputOptions Outputs() {
+    RankOutputOptions o;
+    o.config = &config_;
+    o.rank = rank_;
+    o.coordinator = &coordinator_;
+    o.ps = ps_.get();
+    o.model = model_.get();
+    o.dense = dense_.get();
+    o.rows = rows_.get();
+    o.rare = rare_.get();
+    o.vocab = vocab_.get();
+    o.words = words_.get();
+    return o;
   }
 
   std::shared_ptr<InputQueue> CurrentInput() {
@@ -772,6 +641,7 @@ class Trainer : public StepObserver {
   std::unique_ptr<Vocabulary> vocab_;
   std::unique_ptr<WordModel> words_;
   std::unique_ptr<RankDense> dense_;
+  std::unique_ptr<RankCheckpoints> arrivals_;   // after dense_
   std::unique_ptr<CollectiveRankMerge> merge_;  // lockstep, 2+ ranks
   const bool sync_;
   std::unique_ptr<PsClient> ps_;
