@@ -9,6 +9,7 @@
 #include "common/hash.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -81,8 +82,21 @@ __attribute__((target("avx,f16c"))) void DecodeHalvesF16c(const float* words,
   DecodeHalves(words, i, n, v);
 }
 
+// CPUID leaf 1: F16C, AVX and OSXSAVE; XCR0: the OS saves the YMM
+// registers. (By hand: not every compiler's __builtin_cpu_supports knows
+// "f16c".)
 bool CpuHasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kOsXsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
+    if ((ecx & (kOsXsave | kAvx | kF16c)) != (kOsXsave | kAvx | kF16c)) {
+      return false;
+    }
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u;
+  }();
   return has;
 }
 #endif

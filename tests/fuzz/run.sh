@@ -58,6 +58,7 @@ build config_fuzzer tests/fuzz/config_fuzzer.cc "${CONFIG_SRCS[@]}" \
 build predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
   trainer/scoring.cc trainer/data/formats.cc trainer/model/ctr_model.cc \
   trainer/model/layers.cc trainer/model/gpu_mlp_unavailable.cc common/log.cc \
+  common/fork_join.cc common/thread_priority.cc \
   "$GEN/proto/serving.pb.cc" "$GEN/proto/job.pb.cc" \
   "$GEN/proto/model_version.pb.cc" -lprotobuf
 mapfile -t PSERVER_SRCS < <(srcs_of //pserver:pserver)
