@@ -78,20 +78,18 @@ int UsableCores() {
   while (std::getline(groups, line)) {
     if (line.rfind("0::", 0) == 0) path = line.substr(3);
   }
-  std::filesystem::path dir = "/sys/fs/cgroup" + path;
+  // path, then each parent up to "" (the root).
   for (;;) {
-    std::ifstream file(dir / "cpu.max");
+    std::ifstream file("/sys/fs/cgroup" + path + "/cpu.max");
     std::string text;
     if (std::getline(file, text)) {
       if (const int quota = CpuMaxCores(text); quota > 0) {
         cores = std::min(cores, quota);
       }
     }
-    if (dir == "/sys/fs/cgroup" || !dir.has_parent_path() ||
-        dir.parent_path() == dir) {
-      break;
-    }
-    dir = dir.parent_path();
+    if (path.empty()) break;
+    const size_t slash = path.find_last_of('/');
+    path.resize(slash == std::string::npos ? 0 : slash);
   }
   return std::max(1, cores);
 }

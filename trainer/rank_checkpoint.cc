@@ -25,6 +25,16 @@ absl::StatusOr<coord::CheckpointArriveResponse> RankCheckpoints::Arrive(
   return options_.coordinator->CheckpointArrive(request, timeout_);
 }
 
+absl::Status RankCheckpoints::SaveDense(uint64_t steps,
+                                        coord::CheckpointArriveRequest* req) {
+  if (!options_.dense->lockstep() || options_.rank != 0)
+    return absl::OkStatus();
+  absl::StatusOr<std::string> path = options_.dense->SaveForCheckpoint(steps);
+  if (!path.ok()) return path.status();
+  req->set_dense_saved(true);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> RankCheckpoints::ArriveMidPass(
     uint64_t epoch, bool missed, const coord::DataPosition& position) {
   const int rank = options_.rank;
@@ -32,13 +42,8 @@ absl::StatusOr<uint64_t> RankCheckpoints::ArriveMidPass(
   req.set_epoch(epoch);
   req.set_missed(missed);
   *req.mutable_position() = position;
-  if (options_.dense->lockstep() && rank == 0 && !missed) {
-    // Every rank holds the same dense state; rank 0 saves it. (ASYNC
-    // keeps it in pserver rows, which the snapshots hold.)
-    absl::StatusOr<std::string> path =
-        options_.dense->SaveForCheckpoint(position.steps());
-    if (!path.ok()) return path.status();
-    req.set_dense_saved(true);
+  if (!missed) {
+    if (absl::Status s = SaveDense(position.steps(), &req); !s.ok()) return s;
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<coord::CheckpointArriveResponse> resp = Arrive(req);
@@ -79,16 +84,10 @@ void RankCheckpoints::ArriveAtPassEnd(const coord::StreamPass& pass,
   p->set_pass_name(pass.name());
   p->set_steps(steps);
   p->set_rows(rows);
-  if (options_.dense->lockstep() && rank == 0) {
-    // HYBRID/SYNC: the dense weights and optimizer state, as mid-pass
-    // checkpoints of a batch job hold them.
-    absl::StatusOr<std::string> path = options_.dense->SaveForCheckpoint(steps);
-    if (!path.ok()) {
-      SAMPAN_LOG(WARNING) << "trainer 0: checkpoint after pass " << pass.name()
-                          << ": " << path.status().message();
-      return;
-    }
-    req.set_dense_saved(true);
+  if (absl::Status s = SaveDense(steps, &req); !s.ok()) {
+    SAMPAN_LOG(WARNING) << "trainer 0: checkpoint after pass " << pass.name()
+                        << ": " << s.message();
+    return;
   }
   absl::StatusOr<coord::CheckpointArriveResponse> resp = Arrive(req);
   if (!resp.ok() || !resp->completed()) {

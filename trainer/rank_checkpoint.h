@@ -59,6 +59,11 @@ class RankCheckpoints {
  private:
   absl::StatusOr<coord::CheckpointArriveResponse> Arrive(
       const coord::CheckpointArriveRequest& request);
+  // Rank 0 of a lockstep job (HYBRID, SYNC: every rank holds the same dense
+  // state) saves the dense weights and optimizer state at `steps` and marks
+  // `req`; others have nothing to save (ASYNC keeps it in pserver rows,
+  // which the snapshots hold).
+  absl::Status SaveDense(uint64_t steps, coord::CheckpointArriveRequest* req);
 
   const RankCheckpointOptions options_;
   // A round's own time limit plus a call's deadline each way.
