@@ -27,7 +27,8 @@
 //             same directory, --clients threads, no RPC: examples/s;
 //      handler  ScoreRequest on the same PredictRequests in-process: the
 //             server's work without gRPC (conversion included);
-//      half   open loop at half the rpc run's requests/s: Poisson arrivals
+//      half   open loop at half the rpc run's requests/s (or --half_rate
+//             requests/s, the same for builds compared): Poisson arrivals
 //             spread over 2 x --clients threads, latency counted from each
 //             call's scheduled start (no coordinated omission).
 //    Then the medians over the repetitions, and the ratio rpc / limit.
@@ -93,6 +94,9 @@ struct BenchOptions {
   double prewarm = 0;
   int reps = 3;
   bool half = true;
+  // The half run's requests/s; 0 = half of the same rep's rpc run. Fixed,
+  // it gives builds compared side by side the same offered load.
+  double half_rate = 0;
   // With N > 1: N lookup shards and a predictor front end on the same model
   // too (text-format ServingConfig fields for them in shard_serving), whose
   // rpc and half runs follow the one-process server's in every rep.
@@ -366,10 +370,11 @@ std::vector<int> IntList(const std::string& s) {
 BenchOptions ParseBenchFlags(int argc, char** argv) {
   absl::StatusOr<Flags> f = Flags::Parse(
       argc, argv, 1,
-      {"model",  "rows",        "dim",     "hidden", "dir",
-       "sampan", "serving",     "sizes",   "forms",  "dist",
-       "pool",   "clients",     "seconds", "warmup", "reps",
-       "half",   "server_wrap", "prewarm", "shards", "shard_serving"});
+      {"model",    "rows",        "dim",     "hidden", "dir",
+       "sampan",   "serving",     "sizes",   "forms",  "dist",
+       "pool",     "clients",     "seconds", "warmup", "reps",
+       "half",     "server_wrap", "prewarm", "shards", "shard_serving",
+       "half_rate"});
   if (!f.ok()) {
     std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
     std::exit(2);
@@ -405,6 +410,7 @@ BenchOptions ParseBenchFlags(int argc, char** argv) {
   o.shard_serving = f->Get("shard_serving", o.shard_serving);
   o.reps = int(num("reps", o.reps));
   o.half = f->Get("half", "1") != "0";
+  o.half_rate = num("half_rate", 0);
   return o;
 }
 
@@ -514,8 +520,9 @@ int Main(int argc, char** argv) {
       }));
       PrintRow("handler", rep, c.handler.back());
       if (o.half) {
-        c.half.push_back(
-            RunRpc(o, server, c.requests, c.rpc.back().requests_per_s / 2));
+        c.half.push_back(RunRpc(
+            o, server, c.requests,
+            o.half_rate > 0 ? o.half_rate : c.rpc.back().requests_per_s / 2));
         PrintRow("half", rep, c.half.back());
         if (!sharded.pids.empty()) {
           c.sharded_half.push_back(RunRpc(o, sharded, c.requests,

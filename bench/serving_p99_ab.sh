@@ -3,20 +3,25 @@
 # rounds, each running bench/serving_bench once per build in turn (DeepFM
 # 3x400, 100-example requests, ROWS rows in memory), every run started only
 # once the host's cores have been >= 90% idle for 3 s (other sessions' work
-# makes p99 meaningless), waiting up to 30 minutes for that.
+# makes p99 meaningless), waiting up to 30 minutes for that; each run's
+# header gives what the host took from the idle cores just before it
+# (bench/host_jitter.cc).
 # Usage: bench/serving_p99_ab.sh SAMPAN_BINARY... ; ROWS (1000000), ROUNDS
-# (3), DIR. Prints each run's rpc, limit and half rows, then per build the
+# (3), DIR, HALF_RATE (requests/s of every half run; default half of each
+# run's own closed loop). Prints each run's rpc, limit and half rows, then per build the
 # half-load p99s and their median.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 SAMPAN_BINARY..." >&2; exit 2; }
 ROWS=${ROWS:-1000000}
 ROUNDS=${ROUNDS:-3}
 DIR=${DIR:-/tmp/sampan-serving-bench}
-bazel build --disk_cache=/tmp/bazel-disk //bench:serving_bench
+bazel build --disk_cache=/tmp/bazel-disk //bench:serving_bench //bench:host_jitter
 bench=$(mktemp /tmp/serving_bench.XXXXXX)
+jitter=$(mktemp /tmp/host_jitter.XXXXXX)
 cp bazel-bin/bench/serving_bench "$bench"  # builds meanwhile do not change it
-chmod +x "$bench"
-trap 'rm -f "$bench"' EXIT
+cp bazel-bin/bench/host_jitter "$jitter"
+chmod +x "$bench" "$jitter"
+trap 'rm -f "$bench" "$jitter"' EXIT
 idle_pct() {
   local a b c d e f g h t1 i1
   read -r _ a b c d e f g h _ < /proc/stat
@@ -29,9 +34,11 @@ declare -A p99s
 for round in $(seq 1 "$ROUNDS"); do
   for bin in "$@"; do
     for _ in $(seq 1 600); do [ "$(idle_pct)" -ge 90 ] && break; done
-    echo "== round $round $bin (idle $(idle_pct)%)"
+    echo "== round $round $bin (idle $(idle_pct)%;" \
+      "host $(nice -n -20 "$jitter" 3 | sed -n 's/^RESULT //p'))"
     out=$("$bench" --model=DEEPFM --rows="$ROWS" --sizes=100 --forms=examples \
-      --reps=1 --seconds=5 --dir="$DIR" --sampan="$bin")
+      --reps=1 --seconds=5 --dir="$DIR" --sampan="$bin" \
+      --half_rate="${HALF_RATE:-0}")
     echo "$out" | grep -E '^  (rpc|limit|half) '
     p99=$(echo "$out" | sed -n 's/^RESULT.* half_p99_ms=\([0-9.]*\).*/\1/p')
     p99s[$bin]="${p99s[$bin]:-} $p99"
