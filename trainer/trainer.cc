@@ -2,20 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -37,8 +30,10 @@
 #include "trainer/pass_score.h"
 #include "trainer/rank_checkpoint.h"
 #include "trainer/rank_dense.h"
+#include "trainer/rank_heartbeat.h"
 #include "trainer/rank_merge.h"
 #include "trainer/rank_outputs.h"
+#include "trainer/rank_progress.h"
 #include "trainer/rare_count.h"
 #include "trainer/report.h"
 #include "trainer/step_loop.h"
@@ -89,16 +84,16 @@ class Trainer : public StepObserver {
         gate_(config.checkpoint().every_steps(), start ? start->steps() : 0,
               [this](uint64_t epoch, bool missed) {
                 return TakeCheckpoint(epoch, missed);
-              }) {
-    if (start != nullptr) examples_ = start->rows();
-  }
+              }),
+        progress_(start != nullptr ? start->rows() : 0, IsStreamJob(config)) {}
 
   absl::Status Run() {
     absl::StatusOr<LocalTrainOptions> o = LocalOptionsFromJob(config_);
     if (!o.ok()) return o.status();
     model_ = std::make_unique<CtrModel>(o->model);
     if (absl::Status s = Connect(); !s.ok()) return s;
-    std::thread heartbeat([this] { HeartbeatLoop(); });
+    RankHeartbeat heartbeat(HeartbeatOptions());
+    heartbeat.Start();
     // Counting reads the training data once: heartbeats go on meanwhile.
     absl::StatusOr<std::unique_ptr<RareSigns>> rare = CountJobSigns(config_);
     absl::Status status = rare.status();
@@ -120,7 +115,8 @@ class Trainer : public StepObserver {
         status = publisher_->Resume(resume.next_index, resume.last_pass);
       }
     }
-    PassSchedule schedule(config_, rank_, &coordinator_, &failed_, resume);
+    PassSchedule schedule(config_, rank_, &coordinator_, progress_.failed(),
+                          resume);
     schedule_ = &schedule;
     const absl::Time train_start = absl::Now();
     while (status.ok()) {
@@ -164,28 +160,16 @@ class Trainer : public StepObserver {
                                        !TestPartsOf(config_).empty());
     }
     finished_.store(true);
-    stop_.Notify();
-    heartbeat.join();
+    heartbeat.Stop();
     // Report "finished" at once, best effort: the next heartbeat would
     // not come, and the launcher also sees the process exit 0.
-    if (status.ok()) SendHeartbeat().IgnoreError();
+    if (status.ok()) heartbeat.SendNow().IgnoreError();
     return status;
   }
 
   // Counts a trained batch (any worker thread).
   absl::Status Trained(const Worker& w, double loss) override {
-    if (publisher_ != nullptr) {
-      // Its own lock: the progress counters' stays short.
-      std::lock_guard<std::mutex> lock(touched_mu_);
-      touched_.insert(w.keys.begin(), w.keys.end());
-    }
-    absl::MutexLock lock(&mu_);
-    examples_ += w.batch.size();
-    loss_sum_ += loss;
-    tokens_ += w.words.tokens;  // word vectors: no probabilities
-    for (size_t e = 0; e < w.probs.size(); ++e) {
-      auc_.Add(w.probs[e], w.batch.labels[e]);
-    }
+    progress_.Trained(w, loss);
     return absl::OkStatus();
   }
 
@@ -317,8 +301,7 @@ class Trainer : public StepObserver {
           !s.ok()) {
         return s;
       }
-      std::lock_guard<std::mutex> lock(touched_mu_);
-      touched_.clear();
+      progress_.TakeKeys();  // scoring the pass pushed none
     }
     QueueSource source(input.get());
     source.set_rare(rare_.get());
@@ -335,7 +318,7 @@ class Trainer : public StepObserver {
     loop.ranks = merge_.get();
     loop.flush_each_step = sync_;
     loop.gpu = dense_->gpu();
-    loop.stop = &failed_;
+    loop.stop = progress_.failed();
     uint64_t steps = 0;
     absl::Status status = early_stop_ != nullptr
                               ? TrainEpochs(loop, input.get(), &steps)
@@ -356,31 +339,13 @@ class Trainer : public StepObserver {
                        << " in exchanges (so far)";
     }
     if (publisher_ == nullptr) return absl::OkStatus();
-    std::vector<uint64_t> touched;
-    {
-      std::lock_guard<std::mutex> lock(touched_mu_);
-      touched.assign(touched_.begin(), touched_.end());
-      touched_.clear();
-    }
     absl::StatusOr<coord::PassResult> r = publisher_->EndPass(
-        pass, std::move(touched), [this] { return dense_->State(); });
+        pass, progress_.TakeKeys(), [this] { return dense_->State(); });
     if (!r.ok()) return r.status();
-    {
-      absl::MutexLock lock(&mu_);
-      ++passes_done_;
-      if (rank_ == 0) {
-        r->set_examples(examples_);
-        last_result_ = *r;
-      }
-    }
+    progress_.PassDone(rank_ == 0 ? &*r : nullptr);
     const uint32_t every = config_.checkpoint().every_passes();
     if (every > 0 && (pass.index() + 1) % every == 0) {
-      uint64_t rows = 0;
-      {
-        absl::MutexLock lock(&mu_);
-        rows = examples_;
-      }
-      arrivals_->ArriveAtPassEnd(pass, rows, gate_.steps());
+      arrivals_->ArriveAtPassEnd(pass, progress_.examples(), gate_.steps());
     }
     return absl::OkStatus();
   }
@@ -388,10 +353,7 @@ class Trainer : public StepObserver {
   // Runs the step loop to the end of its source, every push acknowledged.
   absl::Status TrainOnce(const StepLoopOptions& loop, uint64_t* steps) {
     absl::Status status = RunStepLoop(loop, steps);
-    if (status.ok()) {
-      absl::MutexLock lock(&mu_);
-      status = error_;  // e.g. the heartbeat's
-    }
+    if (status.ok()) status = progress_.error();  // e.g. the heartbeat's
     if (status.ok()) status = FlushPushes();
     return status;
   }
@@ -445,7 +407,7 @@ class Trainer : public StepObserver {
     e.config = &config_;
     e.rank = rank_;
     e.coordinator = &coordinator_;
-    e.failed = &failed_;
+    e.failed = progress_.failed();
     e.idle = [this] { return gate_.Idle(waiting_epoch_.load()); };
     e.score = [this]() -> absl::StatusOr<coord::PassScore> {
       PassScoreOptions o;
@@ -498,11 +460,7 @@ class Trainer : public StepObserver {
         CountJobWords(config_, &rank_lines);
     if (!vocab.ok()) return vocab.status();
     vocab_ = std::move(*vocab);
-    uint64_t done = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      done = examples_;
-    }
+    const uint64_t done = progress_.examples();
     words_ = std::make_unique<WordModel>(
         vocab_.get(),
         WordOptionsFromJob(config_, rank_, rank_lines[rank_], done));
@@ -514,10 +472,10 @@ class Trainer : public StepObserver {
 
   void LogWordRate(absl::Time start) {
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    absl::MutexLock lock(&mu_);
+    const uint64_t tokens = progress_.tokens();
     SAMPAN_LOG(INFO) << absl::StrFormat(
-        "trainer %d: trained %d tokens in %.3f s: %.0f words/s", rank_, tokens_,
-        seconds, tokens_ / std::max(seconds, 1e-9));
+        "trainer %d: trained %d tokens in %.3f s: %.0f words/s", rank_, tokens,
+        seconds, tokens / std::max(seconds, 1e-9));
   }
 
   // trainer/rank_outputs.h.
@@ -541,32 +499,28 @@ class Trainer : public StepObserver {
     return input_;
   }
 
-  void HeartbeatLoop() {
-    const absl::Duration interval =
-        Seconds(std::min(1.0, config_.progress_interval_seconds()));
-    // Training needs no coordinator: ride out one that is restarting or
-    // stopped for as long as barriers and key-value calls would wait.
-    const absl::Duration timeout =
-        Seconds(std::max(config_.cluster().heartbeat_timeout_seconds(),
-                         config_.cluster().wait_timeout_seconds()));
-    absl::Time last_ok = absl::Now();
-    while (!stop_.WaitForNotificationWithTimeout(interval)) {
-      if (SendHeartbeat().ok()) {
-        last_ok = absl::Now();
-      } else if (absl::Now() - last_ok > timeout) {
-        Fail(absl::UnavailableError(absl::StrCat(
-            "coordinator ", coordinator_.address(), " unreachable for ",
-            absl::FormatDuration(absl::Now() - last_ok))));
-        return;
+  // The heartbeat's options: beats at most every second; training needs no
+  // coordinator, so ride out one that is restarting or stopped for as long
+  // as barriers and key-value calls would wait.
+  RankHeartbeatOptions HeartbeatOptions() {
+    RankHeartbeatOptions h;
+    h.coordinator = &coordinator_;
+    h.rank = rank_;
+    h.interval = Seconds(std::min(1.0, config_.progress_interval_seconds()));
+    h.timeout = Seconds(std::max(config_.cluster().heartbeat_timeout_seconds(),
+                                 config_.cluster().wait_timeout_seconds()));
+    h.fill = [this](coord::TrainerProgress* p) { FillProgress(p); };
+    h.answered = [this](const coord::HeartbeatResponse& resp) {
+      if (resp.checkpoint_epoch() > 0) {
+        gate_.Announce(resp.checkpoint_epoch(), resp.checkpoint_at_step());
       }
-    }
+      waiting_epoch_.store(resp.checkpoint_waiting_epoch());
+    };
+    h.lost = [this](const absl::Status& s) { Fail(s); };
+    return h;
   }
 
-  absl::Status SendHeartbeat() {
-    coord::HeartbeatRequest req;
-    req.set_role(coord::TRAINER);
-    req.set_index(rank_);
-    coord::TrainerProgress* p = req.mutable_progress();
+  void FillProgress(coord::TrainerProgress* p) {
     if (std::shared_ptr<InputQueue> input = CurrentInput()) {
       p->set_fraction_done(input->FractionDone());
       p->set_bad_rows(input->BadRows());
@@ -582,38 +536,10 @@ class Trainer : public StepObserver {
         p->set_pass(pass_name_);
       }
     }
-    {
-      absl::MutexLock lock(&mu_);
-      p->set_examples(examples_);
-      p->set_loss_sum(loss_sum_);
-      p->set_train_auc(auc_.Auc());
-      p->set_passes_done(passes_done_);
-      if (last_result_.has_value()) *p->mutable_last_result() = *last_result_;
-    }
-    coord::HeartbeatResponse resp;
-    absl::Status s = coordinator_.Heartbeat(req, &resp);
-    if (absl::IsNotFound(s)) {
-      // A restarted coordinator has forgotten us: register again. (Our
-      // writer id stays ours; the new one it issues goes unused.)
-      SAMPAN_LOG(INFO) << "trainer " << rank_
-                       << ": the coordinator does not know us (restarted?); "
-                          "registering again";
-      s = coordinator_.Register(coord::TRAINER, rank_, "");
-      if (s.ok()) s = coordinator_.Heartbeat(req, &resp);
-    }
-    if (s.ok() && resp.checkpoint_epoch() > 0) {
-      gate_.Announce(resp.checkpoint_epoch(), resp.checkpoint_at_step());
-    }
-    if (s.ok()) waiting_epoch_.store(resp.checkpoint_waiting_epoch());
-    return s;
+    progress_.Fill(p);
   }
 
-  void Fail(const absl::Status& status) {
-    if (status.ok()) return;
-    absl::MutexLock lock(&mu_);
-    if (error_.ok()) error_ = status;
-    failed_.store(true);
-  }
+  void Fail(const absl::Status& status) { progress_.Fail(status); }
 
   const JobConfig& config_;
   // Resume: the checkpoint's dense state (hybrid jobs); "" for none.
@@ -650,22 +576,9 @@ class Trainer : public StepObserver {
   std::unique_ptr<RareSigns> rare_;     // data.min_feature_count; may be null
   const bool checkpoints_;  // checkpoint.every_steps or every_seconds set
   CheckpointGate gate_;
-  absl::Notification stop_;
   std::atomic<bool> finished_{false};
-  std::atomic<bool> failed_{false};  // error_ is set: the loop stops
-
-  absl::Mutex mu_;  // guards the progress counters and the first error
-  uint64_t examples_ ABSL_GUARDED_BY(mu_) = 0;
-  double loss_sum_ ABSL_GUARDED_BY(mu_) = 0;
-  StreamingAuc auc_ ABSL_GUARDED_BY(mu_);
-  uint64_t tokens_ ABSL_GUARDED_BY(mu_) = 0;  // word vectors' tokens
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  // data.stream: keys pushed in the pass (any worker thread adds them).
-  std::mutex touched_mu_;
-  absl::flat_hash_set<uint64_t> touched_ ABSL_GUARDED_BY(touched_mu_);
-  // data.stream: passes done; rank 0's figures.
-  uint64_t passes_done_ ABSL_GUARDED_BY(mu_) = 0;
-  std::optional<coord::PassResult> last_result_ ABSL_GUARDED_BY(mu_);
+  // Counted by the worker threads, read by the heartbeat.
+  RankProgress progress_;
 };
 
 }  // namespace
