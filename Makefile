@@ -47,7 +47,7 @@ TSAN_TESTS = //pserver:worker_pool_test //common:fork_join_test //trainer/client
 	//sparse_table:redo_table_test //sparse_table:redo_log_test \
 	//sparse_table:memory_snapshot_test //pserver:pserver_test \
 	//trainer:input_queue_test //trainer:step_loop_test //trainer:rank_merge_test \
-	//trainer:pass_schedule_test //serving:serving_test \
+	//trainer:pass_schedule_test //trainer:rank_progress_test //serving:serving_test \
 	//serving:row_store_test //serving:sharded_serving_test \
 	//pserver:pserver_move_test //sparse_table:shard_move_test \
 	//trainer/client:ps_client_move_test //coordinator:fleet_test \
