@@ -20,6 +20,7 @@
 #include "trainer/checkpoint_gate.h"
 #include "trainer/client/ps_client.h"
 #include "trainer/data/criteo_reader.h"
+#include "trainer/dataset_source.h"
 #include "trainer/early_stop.h"
 #include "trainer/eval/auc.h"
 #include "trainer/input_queue.h"
@@ -44,23 +45,6 @@ namespace sampan {
 namespace {
 
 absl::Duration Seconds(double s) { return absl::Seconds(s); }
-
-// The rank's InputQueue as the step loop's source, rare signs merged when
-// data.min_feature_count asks (set before the loop starts).
-class QueueSource : public BatchSource {
- public:
-  explicit QueueSource(InputQueue* queue) : queue_(queue) {}
-  void set_rare(const RareSigns* rare) { rare_ = rare; }
-  bool Next(Batch* batch, absl::Status* error) override {
-    if (!queue_->Next(batch, error)) return false;
-    if (rare_ != nullptr) rare_->Apply(&batch->signs, batch->slots);
-    return true;
-  }
-
- private:
-  InputQueue* const queue_;
-  const RareSigns* rare_ = nullptr;
-};
 
 class Trainer : public StepObserver {
  public:
@@ -126,7 +110,9 @@ class Trainer : public StepObserver {
       status = RunPass(*pass);
     }
     schedule_ = nullptr;
-    if (status.ok() && words_ != nullptr) LogWordRate(train_start);
+    if (status.ok() && words_ != nullptr) {
+      LogWordRate(rank_, progress_.tokens(), absl::Now() - train_start);
+    }
     if (status.ok()) status = dense_->Finish();
     if (status.ok() && checkpoints_ && !IsStreamJob(config_)) {
       coord::DataPosition position = CurrentInput()->Position();
@@ -451,31 +437,16 @@ class Trainer : public StepObserver {
     return arrivals_->ArriveMidPass(epoch, missed, position);
   }
 
-  // WORD2VEC: every trainer counts the vocabulary (trainer/word_job.h); a
+  // WORD2VEC: the rank's vocabulary and model (trainer/word_job.h); a
   // resumed one continues the step-size decay from its checkpointed lines.
   absl::Status SetUpWords() {
     if (!IsWordJob(config_)) return absl::OkStatus();
-    std::vector<uint64_t> rank_lines;
-    absl::StatusOr<std::unique_ptr<Vocabulary>> vocab =
-        CountJobWords(config_, &rank_lines);
-    if (!vocab.ok()) return vocab.status();
-    vocab_ = std::move(*vocab);
-    const uint64_t done = progress_.examples();
-    words_ = std::make_unique<WordModel>(
-        vocab_.get(),
-        WordOptionsFromJob(config_, rank_, rank_lines[rank_], done));
-    SAMPAN_LOG(INFO) << "trainer " << rank_ << ": " << rank_lines[rank_]
-                     << " lines a pass in its part; " << done
-                     << " trained before";
+    absl::StatusOr<RankWords> words =
+        RankWordsOf(config_, rank_, progress_.examples());
+    if (!words.ok()) return words.status();
+    vocab_ = std::move(words->vocab);
+    words_ = std::move(words->model);
     return absl::OkStatus();
-  }
-
-  void LogWordRate(absl::Time start) {
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    const uint64_t tokens = progress_.tokens();
-    SAMPAN_LOG(INFO) << absl::StrFormat(
-        "trainer %d: trained %d tokens in %.3f s: %.0f words/s", rank_, tokens,
-        seconds, tokens / std::max(seconds, 1e-9));
   }
 
   // trainer/rank_outputs.h.

@@ -161,6 +161,30 @@ WordModelOptions WordOptionsFromJob(const JobConfig& config, int rank,
   return o;
 }
 
+absl::StatusOr<RankWords> RankWordsOf(const JobConfig& config, int rank,
+                                      uint64_t trained_lines) {
+  std::vector<uint64_t> rank_lines;
+  absl::StatusOr<std::unique_ptr<Vocabulary>> vocab =
+      CountJobWords(config, &rank_lines);
+  if (!vocab.ok()) return vocab.status();
+  RankWords words;
+  words.vocab = *std::move(vocab);
+  words.model = std::make_unique<WordModel>(
+      words.vocab.get(),
+      WordOptionsFromJob(config, rank, rank_lines[rank], trained_lines));
+  SAMPAN_LOG(INFO) << "trainer " << rank << ": " << rank_lines[rank]
+                   << " lines a pass in its part; " << trained_lines
+                   << " trained before";
+  return words;
+}
+
+void LogWordRate(int rank, uint64_t tokens, absl::Duration elapsed) {
+  const double seconds = absl::ToDoubleSeconds(elapsed);
+  SAMPAN_LOG(INFO) << absl::StrFormat(
+      "trainer %d: trained %d tokens in %.3f s: %.0f words/s", rank, tokens,
+      seconds, tokens / std::max(seconds, 1e-9));
+}
+
 std::string WordVectorsPath(const JobConfig& config) {
   return absl::StrCat(config.output_dir(), "/vectors.vec");
 }

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/job.pb.h"
 #include "trainer/model/word2vec.h"
@@ -38,6 +39,20 @@ absl::StatusOr<std::unique_ptr<Vocabulary>> CountJobWords(
 // trainer already trained.
 WordModelOptions WordOptionsFromJob(const JobConfig& config, int rank,
                                     uint64_t rank_lines, uint64_t start_lines);
+
+// A trainer rank's word vectors: the vocabulary every rank counts alike
+// (CountJobWords) and the model of rank `rank`'s part, whose step size
+// decays from `trained_lines` on (a resumed trainer's). Logs the part's
+// size. Errors as CountJobWords.
+struct RankWords {
+  std::unique_ptr<Vocabulary> vocab;
+  std::unique_ptr<WordModel> model;  // over *vocab
+};
+absl::StatusOr<RankWords> RankWordsOf(const JobConfig& config, int rank,
+                                      uint64_t trained_lines);
+
+// Logs a trainer's words/s: `tokens` trained in `elapsed`.
+void LogWordRate(int rank, uint64_t tokens, absl::Duration elapsed);
 
 // <output_dir>/vectors.vec
 std::string WordVectorsPath(const JobConfig& config);
