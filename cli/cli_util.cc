@@ -16,6 +16,24 @@
 
 namespace sampan {
 
+Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known) {
+  known.insert("config");
+  absl::StatusOr<Flags> flags = Flags::Parse(argc, argv, 2, known);
+  if (!flags.ok()) std::exit(ConfigError(flags.status()));
+  if (!flags->Has("config")) {
+    std::exit(ConfigError(absl::InvalidArgumentError("--config is required")));
+  }
+  absl::StatusOr<JobConfig> config = LoadAnyConfig(flags->Get("config"));
+  if (!config.ok()) std::exit(ConfigError(config.status()));
+  // --host replaces cluster.host everywhere (binding, advertising, the
+  // loopback check of the security settings): on Kubernetes each pod uses
+  // its own IP, $(POD_IP), while all share one config.
+  if (flags->Has("host")) {
+    config->mutable_cluster()->set_host(flags->Get("host"));
+  }
+  return {*flags, *config};
+}
+
 int ConfigError(const absl::Status& status) {
   std::cerr << "error: " << status.message() << "\n";
   return kExitConfigError;

@@ -1,5 +1,6 @@
 // What every `sampan` subcommand shares: config errors as exit status 2,
-// loading a job config, integer flags, credentials and the metrics server.
+// loading a job config, integer flags, credentials and the metrics server;
+// and the subcommands that live in their own files.
 #ifndef SAMPAN_CLI_CLI_UTIL_H_
 #define SAMPAN_CLI_CLI_UTIL_H_
 
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,15 @@ int ConfigError(const absl::Status& status);
 // YAML for people; the text proto that `sampan run` resolves for children.
 // Validated either way.
 absl::StatusOr<JobConfig> LoadAnyConfig(const std::string& path);
+
+// A role's command line: --config (required) and the `known` flags, the
+// job config loaded and validated; --host replaces cluster.host. Exits with
+// status 2 on any error.
+struct Invocation {
+  Flags flags;
+  JobConfig config;
+};
+Invocation ParseOrExit(int argc, char** argv, std::set<std::string> known);
 
 // Flag `name` as an integer (`def` when absent); exits with status 2 when
 // it is not one.
@@ -57,6 +68,13 @@ std::unique_ptr<MetricsServer> MaybeStartMetrics(
 // `sampan serve`: one process with every row (the default), a lookup shard
 // (--role=lookup --shard=I) or a predictor front end (--role=predictor).
 int ServeMain(int argc, char** argv);
+
+// The job's roles as processes (cli/roles_main.cc), started by `sampan run`
+// and by the Kubernetes pods: `sampan coordinator`, `sampan pserver
+// --index=I`, `sampan trainer --rank=R`.
+int CoordinatorMain(int argc, char** argv);
+int PserverMain(int argc, char** argv);
+int TrainerMain(int argc, char** argv);
 
 }  // namespace sampan
 
