@@ -39,6 +39,8 @@
 //   server_cpu=.. client_cpu=.. (cores) rpc_ex_cpu_s=.. limit_ex_cpu_s=..
 //   cpu_ratio=.. (examples per CPU-second of each run's processes)
 //   half_req_s=.. half_p50_ms=.. half_p99_ms=.. half_p999_ms=..
+//   half_server_p99_ms=.. half_server_over_10ms=.. (the server's own
+//   histogram of its calls: its p99 within a bucket, the share over 10 ms)
 //   and with --shards: shards=.. sharded_ex_s=.. sharded_p50_ms=..
 //   sharded_p99_ms=.. sharded_server_cpu=.. (every shard and the front end)
 //   sharded_ex_cpu_s=.. sharded_ratio=.. sharded_cpu_ratio=.. (sharded /
@@ -113,6 +115,9 @@ struct RunResult {
   // The server's resident memory at the end of the run and its peak, MB.
   double server_rss = 0, server_hwm = 0;
   uint64_t errors = 0;
+  // As the server counted its calls (ScrapeServerLatency; the run's warmup
+  // included): the share over 10 ms and its p99, ms; -1 without.
+  double server_over_10ms = -1, server_p99 = -1;
 };
 
 double Percentile(std::vector<double>* v, double q) {
@@ -267,6 +272,12 @@ void PrintRow(const char* what, int rep, const RunResult& r) {
                        : "",
       LoadAverage().c_str(),
       r.errors ? absl::StrCat("  ERRORS ", r.errors).c_str() : "");
+  if (r.server_p99 >= 0) {
+    std::printf(
+        "  %-8s        in the server: p99 %.1f ms, %.2f%% of calls over "
+        "10 ms (from its histogram's buckets)\n",
+        "", r.server_p99, 100 * r.server_over_10ms);
+  }
 }
 
 struct Case {
@@ -320,9 +331,12 @@ void Report(const BenchOptions& o, size_t rows, const Case& c) {
   if (!c.half.empty()) {
     std::printf(
         " half_req_s=%.0f half_p50_ms=%.3f half_p99_ms=%.3f "
-        "half_p999_ms=%.3f",
+        "half_p999_ms=%.3f half_server_p99_ms=%.2f "
+        "half_server_over_10ms=%.4f",
         med(c.half, &RunResult::requests_per_s), med(c.half, &RunResult::p50),
-        med(c.half, &RunResult::p99), med(c.half, &RunResult::p999));
+        med(c.half, &RunResult::p99), med(c.half, &RunResult::p999),
+        med(c.half, &RunResult::server_p99),
+        med(c.half, &RunResult::server_over_10ms));
   }
   if (!c.sharded.empty()) {
     std::vector<double> vs_one, vs_one_cpu;
@@ -520,9 +534,14 @@ int Main(int argc, char** argv) {
       }));
       PrintRow("handler", rep, c.handler.back());
       if (o.half) {
+        const LatencyBuckets before = ScrapeServerLatency(server);
         c.half.push_back(RunRpc(
             o, server, c.requests,
             o.half_rate > 0 ? o.half_rate : c.rpc.back().requests_per_s / 2));
+        const ServerTail tail =
+            TailBetween(before, ScrapeServerLatency(server), 10, 0.99);
+        c.half.back().server_over_10ms = tail.over;
+        c.half.back().server_p99 = tail.quantile_ms;
         PrintRow("half", rep, c.half.back());
         if (!sharded.pids.empty()) {
           c.sharded_half.push_back(RunRpc(o, sharded, c.requests,

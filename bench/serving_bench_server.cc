@@ -1,20 +1,27 @@
 #include "bench/serving_bench_server.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "bench/serving_bench_model.h"
 #include "google/protobuf/text_format.h"
@@ -112,9 +119,86 @@ void AwaitPredict(const Servers& servers, const std::string& name) {
 Servers StartOneProcess(const ServeCommand& cmd, const JobConfig& config,
                         const std::string& name) {
   Servers s;
-  s.pids.push_back(Spawn(cmd, config, name, {}, &s.target));
+  const std::string mport = absl::StrCat(cmd.dir, "/", name, ".metrics_port");
+  fs::remove(mport);
+  s.pids.push_back(Spawn(cmd, config, name,
+                         {"--metrics_port=0", "--metrics_port_file=" + mport},
+                         &s.target));
   AwaitPredict(s, "sampan serve");
+  std::ifstream(mport) >> s.metrics_port;
   return s;
+}
+
+LatencyBuckets ScrapeServerLatency(const Servers& servers) {
+  LatencyBuckets buckets;
+  if (servers.metrics_port <= 0) return buckets;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return buckets;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(servers.metrics_port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string get = "GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n";
+    if (write(fd, get.data(), get.size()) == ssize_t(get.size())) {
+      char chunk[1 << 16];
+      for (ssize_t n; (n = read(fd, chunk, sizeof chunk)) > 0;) {
+        body.append(chunk, size_t(n));
+      }
+    }
+  }
+  close(fd);
+  const std::string prefix =
+      "sampan_serving_request_duration_seconds_bucket{le=\"";
+  for (absl::string_view line : absl::StrSplit(body, '\n')) {
+    if (!absl::ConsumePrefix(&line, prefix)) continue;
+    const size_t quote = line.find('"');
+    const size_t space = line.rfind(' ');
+    if (quote == line.npos || space == line.npos) continue;
+    double le = 0, count = 0;
+    const absl::string_view bound = line.substr(0, quote);
+    if (bound == "+Inf") {
+      le = std::numeric_limits<double>::infinity();
+    } else if (!absl::SimpleAtod(bound, &le)) {
+      continue;
+    }
+    if (!absl::SimpleAtod(line.substr(space + 1), &count)) continue;
+    buckets.emplace_back(le, count);
+  }
+  return buckets;
+}
+
+ServerTail TailBetween(const LatencyBuckets& before,
+                       const LatencyBuckets& after, double ms, double q) {
+  ServerTail t;
+  if (after.empty() || (!before.empty() && before.size() != after.size())) {
+    return t;
+  }
+  std::vector<double> grew(after.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    grew[i] = after[i].second - (before.empty() ? 0 : before[i].second);
+  }
+  const double total = grew.back();  // +Inf
+  if (total <= 0) return t;
+  double within = 0;  // calls at most `ms`: the largest bound <= ms
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (after[i].first * 1e3 <= ms + 1e-9) within = grew[i];
+  }
+  t.over = 1 - within / total;
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (grew[i] < q * total) continue;
+    const double lo = i == 0 ? 0 : after[i - 1].first;
+    const double below = i == 0 ? 0 : grew[i - 1];
+    const double hi = std::isinf(after[i].first) ? lo : after[i].first;
+    const double in = grew[i] - below;
+    t.quantile_ms =
+        1e3 * (lo + (hi - lo) * (in > 0 ? (q * total - below) / in : 1));
+    break;
+  }
+  return t;
 }
 
 Servers StartSharded(const ServeCommand& cmd, const JobConfig& config,

@@ -25,10 +25,11 @@ struct ServeCommand {
 };
 
 // Servers started for one configuration: every process (the one answering
-// Predict last) and its host:port.
+// Predict last) and its host:port; the port of that last one's /metrics.
 struct Servers {
   std::vector<pid_t> pids;
   std::string target;
+  int metrics_port = 0;
 };
 
 // `sampan serve` on `config` (written to dir/<name>.pbtxt), one process.
@@ -42,6 +43,21 @@ Servers StartOneProcess(const ServeCommand& cmd, const JobConfig& config,
 // (`--role=predictor --shards=...`), started and answering as above.
 Servers StartSharded(const ServeCommand& cmd, const JobConfig& config,
                      const std::string& name);
+
+// The Predict latencies the server counted itself
+// (sampan_serving_request_duration_seconds): each bucket's upper bound in
+// seconds and its cumulative count; empty when /metrics does not answer.
+using LatencyBuckets = std::vector<std::pair<double, double>>;
+LatencyBuckets ScrapeServerLatency(const Servers& servers);
+
+// From the buckets' growth between two scrapes: the share of calls slower
+// than `ms`, and the `q` quantile in ms (interpolated within its bucket);
+// -1 for both when no call was counted.
+struct ServerTail {
+  double over = -1, quantile_ms = -1;
+};
+ServerTail TailBetween(const LatencyBuckets& before,
+                       const LatencyBuckets& after, double ms, double q);
 
 // SIGTERM to each, then waits for them.
 void StopServers(const Servers& servers);

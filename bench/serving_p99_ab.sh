@@ -5,7 +5,8 @@
 # once the host's cores have been >= 90% idle for 3 s (other sessions' work
 # makes p99 meaningless), waiting up to 30 minutes for that; each run's
 # header gives what the host took from the idle cores just before it
-# (bench/host_jitter.cc).
+# (bench/host_jitter.cc). Beside each client-side p99, the server's own:
+# from its request-duration histogram, interpolated within a bucket.
 # Usage: bench/serving_p99_ab.sh SAMPAN_BINARY... ; ROWS (1000000), ROUNDS
 # (3), DIR, HALF_RATE (requests/s of every half run; default half of each
 # run's own closed loop). Prints each run's rpc, limit and half rows, then per build the
@@ -30,7 +31,7 @@ idle_pct() {
   read -r _ a b c d e f g h _ < /proc/stat
   echo $((100 * (d + e - i1) / (a + b + c + d + e + f + g + h - t1)))
 }
-declare -A p99s
+declare -A p99s sp99s
 for round in $(seq 1 "$ROUNDS"); do
   for bin in "$@"; do
     for _ in $(seq 1 600); do [ "$(idle_pct)" -ge 90 ] && break; done
@@ -39,13 +40,20 @@ for round in $(seq 1 "$ROUNDS"); do
     out=$("$bench" --model=DEEPFM --rows="$ROWS" --sizes=100 --forms=examples \
       --reps=1 --seconds=5 --dir="$DIR" --sampan="$bin" \
       --half_rate="${HALF_RATE:-0}")
-    echo "$out" | grep -E '^  (rpc|limit|half) '
+    echo "$out" | grep -E '^  (rpc|limit|half) |in the server:'
     p99=$(echo "$out" | sed -n 's/^RESULT.* half_p99_ms=\([0-9.]*\).*/\1/p')
     p99s[$bin]="${p99s[$bin]:-} $p99"
+    sp99=$(echo "$out" |
+      sed -n 's/^RESULT.* half_server_p99_ms=\([-0-9.]*\).*/\1/p')
+    sp99s[$bin]="${sp99s[$bin]:-} $sp99"
   done
 done
+median() {
+  tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
+}
 for bin in "$@"; do
   echo "$bin half-load p99 ms:${p99s[$bin]} median" \
-    "$(echo "${p99s[$bin]}" | tr ' ' '\n' | grep . | sort -g |
-      awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')"
+    "$(echo "${p99s[$bin]}" | median)"
+  echo "$bin   in the server (its histogram):${sp99s[$bin]} median" \
+    "$(echo "${sp99s[$bin]}" | median)"
 done
