@@ -70,6 +70,7 @@
 #include "bench/serving_bench_model.h"
 #include "bench/serving_bench_server.h"
 #include "common/flags.h"
+#include "common/thread_priority.h"
 #include "google/protobuf/text_format.h"
 #include "proto/serving.grpc.pb.h"
 #include "serving/request_batch.h"
@@ -99,6 +100,11 @@ struct BenchOptions {
   // The half run's requests/s; 0 = half of the same rep's rpc run. Fixed,
   // it gives builds compared side by side the same offered load.
   double half_rate = 0;
+  // Nice value of the client's calling threads (rpc and half runs). The
+  // client shares the cores with the server here; below 0 its threads
+  // preempt the server's, as if the client had a machine of its own (needs
+  // CAP_SYS_NICE; without it a warning, and the runs go on at 0).
+  int client_nice = 0;
   // With N > 1: N lookup shards and a predictor front end on the same model
   // too (text-format ServingConfig fields for them in shard_serving), whose
   // rpc and half runs follow the one-process server's in every rep.
@@ -118,6 +124,9 @@ struct RunResult {
   // As the server counted its calls (ScrapeServerLatency; the run's warmup
   // included): the share over 10 ms and its p99, ms; -1 without.
   double server_over_10ms = -1, server_p99 = -1;
+  // Open loop: how late the client's threads started their calls (a
+  // thread's wake-up delay on cores the server keeps busy), p99, ms.
+  double send_lag_p99 = -1;
 };
 
 double Percentile(std::vector<double>* v, double q) {
@@ -193,10 +202,18 @@ RunResult RunRpc(const BenchOptions& o, const Servers& servers,
   std::vector<std::unique_ptr<serving::Predictor::Stub>> stubs;
   for (int t = 0; t < threads; ++t) stubs.push_back(NewStub(servers.target));
   std::atomic<bool> reported{false};
-  return RunThreads(
+  std::vector<std::vector<double>> lags(threads);
+  RunResult result = RunThreads(
       o, threads, servers.pids,
       [&](int t, absl::Time from, absl::Time to, std::vector<double>* lat,
           uint64_t* examples, uint64_t* errors) {
+        if (o.client_nice != 0) {
+          SetCurrentThreadNice(o.client_nice);
+          if (CurrentThreadNice() != o.client_nice && t == 0) {
+            std::fprintf(stderr, "warning: --client_nice=%d not applied\n",
+                         o.client_nice);
+          }
+        }
         std::mt19937_64 rng(t + 1);
         std::exponential_distribution<double> gap(rate > 0 ? rate / threads
                                                            : 1);
@@ -209,6 +226,7 @@ RunResult RunRpc(const BenchOptions& o, const Servers& servers,
             next += absl::Seconds(gap(rng));
             if (next >= to) break;
             absl::SleepFor(next - absl::Now());
+            if (next >= from) lags[t].push_back(Ms(absl::Now() - next));
           } else {
             next = absl::Now();
             if (next >= to) break;
@@ -227,6 +245,14 @@ RunResult RunRpc(const BenchOptions& o, const Servers& servers,
           *examples += resp.probabilities_size();
         }
       });
+  if (rate > 0) {
+    std::vector<double> all;
+    for (const std::vector<double>& l : lags) {
+      all.insert(all.end(), l.begin(), l.end());
+    }
+    result.send_lag_p99 = Percentile(&all, 0.99);
+  }
+  return result;
 }
 
 // In-process: `score(thread, k)` scores request k, returns its examples.
@@ -275,8 +301,9 @@ void PrintRow(const char* what, int rep, const RunResult& r) {
   if (r.server_p99 >= 0) {
     std::printf(
         "  %-8s        in the server: p99 %.1f ms, %.2f%% of calls over "
-        "10 ms (from its histogram's buckets)\n",
-        "", r.server_p99, 100 * r.server_over_10ms);
+        "10 ms (from its histogram's buckets); client sends late by up to "
+        "%.2f ms (p99)\n",
+        "", r.server_p99, 100 * r.server_over_10ms, r.send_lag_p99);
   }
 }
 
@@ -384,11 +411,11 @@ std::vector<int> IntList(const std::string& s) {
 BenchOptions ParseBenchFlags(int argc, char** argv) {
   absl::StatusOr<Flags> f = Flags::Parse(
       argc, argv, 1,
-      {"model",    "rows",        "dim",     "hidden", "dir",
-       "sampan",   "serving",     "sizes",   "forms",  "dist",
-       "pool",     "clients",     "seconds", "warmup", "reps",
-       "half",     "server_wrap", "prewarm", "shards", "shard_serving",
-       "half_rate"});
+      {"model",     "rows",        "dim",     "hidden", "dir",
+       "sampan",    "serving",     "sizes",   "forms",  "dist",
+       "pool",      "clients",     "seconds", "warmup", "reps",
+       "half",      "server_wrap", "prewarm", "shards", "shard_serving",
+       "half_rate", "client_nice"});
   if (!f.ok()) {
     std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
     std::exit(2);
@@ -425,6 +452,7 @@ BenchOptions ParseBenchFlags(int argc, char** argv) {
   o.reps = int(num("reps", o.reps));
   o.half = f->Get("half", "1") != "0";
   o.half_rate = num("half_rate", 0);
+  o.client_nice = int(num("client_nice", 0));
   return o;
 }
 

@@ -9,7 +9,9 @@
 # from its request-duration histogram, interpolated within a bucket.
 # Usage: bench/serving_p99_ab.sh SAMPAN_BINARY... ; ROWS (1000000), ROUNDS
 # (3), DIR, HALF_RATE (requests/s of every half run; default half of each
-# run's own closed loop). Prints each run's rpc, limit and half rows, then per build the
+# run's own closed loop), CLIENT_NICE (the client threads' nice value,
+# default 0; -10: they preempt the server, as a client with a machine of
+# its own would). Prints each run's rpc, limit and half rows, then per build the
 # half-load p99s and their median.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 SAMPAN_BINARY..." >&2; exit 2; }
@@ -39,7 +41,7 @@ for round in $(seq 1 "$ROUNDS"); do
       "host $(nice -n -20 "$jitter" 3 | sed -n 's/^RESULT //p'))"
     out=$("$bench" --model=DEEPFM --rows="$ROWS" --sizes=100 --forms=examples \
       --reps=1 --seconds=5 --dir="$DIR" --sampan="$bin" \
-      --half_rate="${HALF_RATE:-0}")
+      --half_rate="${HALF_RATE:-0}" --client_nice="${CLIENT_NICE:-0}")
     echo "$out" | grep -E '^  (rpc|limit|half) |in the server:'
     p99=$(echo "$out" | sed -n 's/^RESULT.* half_p99_ms=\([0-9.]*\).*/\1/p')
     p99s[$bin]="${p99s[$bin]:-} $p99"
