@@ -562,7 +562,7 @@ int Main(int argc, char** argv) {
       }));
       PrintRow("handler", rep, c.handler.back());
       if (o.half) {
-        const LatencyBuckets before = ScrapeServerLatency(server);
+        const HistogramBuckets before = ScrapeServerLatency(server);
         c.half.push_back(RunRpc(
             o, server, c.requests,
             o.half_rate > 0 ? o.half_rate : c.rpc.back().requests_per_s / 2));

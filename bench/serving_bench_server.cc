@@ -129,8 +129,8 @@ Servers StartOneProcess(const ServeCommand& cmd, const JobConfig& config,
   return s;
 }
 
-LatencyBuckets ScrapeServerLatency(const Servers& servers) {
-  LatencyBuckets buckets;
+HistogramBuckets ScrapeServerLatency(const Servers& servers) {
+  HistogramBuckets buckets;
   if (servers.metrics_port <= 0) return buckets;
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return buckets;
@@ -171,8 +171,8 @@ LatencyBuckets ScrapeServerLatency(const Servers& servers) {
   return buckets;
 }
 
-ServerTail TailBetween(const LatencyBuckets& before,
-                       const LatencyBuckets& after, double ms, double q) {
+ServerTail TailBetween(const HistogramBuckets& before,
+                       const HistogramBuckets& after, double ms, double q) {
   ServerTail t;
   if (after.empty() || (!before.empty() && before.size() != after.size())) {
     return t;

@@ -47,8 +47,8 @@ Servers StartSharded(const ServeCommand& cmd, const JobConfig& config,
 // The Predict latencies the server counted itself
 // (sampan_serving_request_duration_seconds): each bucket's upper bound in
 // seconds and its cumulative count; empty when /metrics does not answer.
-using LatencyBuckets = std::vector<std::pair<double, double>>;
-LatencyBuckets ScrapeServerLatency(const Servers& servers);
+using HistogramBuckets = std::vector<std::pair<double, double>>;
+HistogramBuckets ScrapeServerLatency(const Servers& servers);
 
 // From the buckets' growth between two scrapes: the share of calls slower
 // than `ms`, and the `q` quantile in ms (interpolated within its bucket);
@@ -56,8 +56,8 @@ LatencyBuckets ScrapeServerLatency(const Servers& servers);
 struct ServerTail {
   double over = -1, quantile_ms = -1;
 };
-ServerTail TailBetween(const LatencyBuckets& before,
-                       const LatencyBuckets& after, double ms, double q);
+ServerTail TailBetween(const HistogramBuckets& before,
+                       const HistogramBuckets& after, double ms, double q);
 
 // SIGTERM to each, then waits for them.
 void StopServers(const Servers& servers);

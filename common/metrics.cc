@@ -132,7 +132,7 @@ prometheus::Registry& MetricsRegistry() { return *SharedRegistry(); }
 
 const std::vector<double>& LatencyBuckets() {
   static const auto* buckets = new std::vector<double>{
-      5e-5,   1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+      5e-5,   1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 7.5e-3, 1e-2,
       2.5e-2, 5e-2, 0.1,    0.25, 0.5,  1,      2.5,  10};
   return *buckets;
 }

@@ -38,7 +38,9 @@ namespace sampan {
 // The process-wide registry; never null, lives until exit.
 prometheus::Registry& MetricsRegistry();
 
-// Latency buckets from 50 µs to about 10 s, for RPC histograms.
+// Latency buckets from 50 µs to about 10 s, for RPC histograms; 5, 7.5 and
+// 10 ms around serving's 10 ms p99 target, so a quantile estimated from the
+// buckets there is off by at most 2.5 ms.
 const std::vector<double>& LatencyBuckets();
 
 // The process's resident memory, from /proc/self/statm.
