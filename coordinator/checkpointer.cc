@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "common/retry.h"
 #include "common/security.h"
+#include "coordinator/call_wait.h"
 #include "coordinator/checkpoint_store.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -162,8 +163,14 @@ class CheckpointerImpl final : public Checkpointer {
     const absl::Time limit =
         std::min(round->start + timeout_ + absl::Seconds(1),
                  absl::FromChrono(context->deadline()));
-    while (!round->ended() && absl::Now() < limit) {
-      round->ended_cv.WaitWithDeadline(&mu_, limit);
+    if (!WaitForCall(
+            &round->ended_cv, &mu_, [&] { return round->ended(); }, limit,
+            context) &&
+        context->IsCancelled()) {
+      // The trainer is gone or this coordinator is stopping: the round
+      // goes on (or times out) without this call.
+      return WaitFailed(context, absl::StrCat("checkpoint ", round->epoch,
+                                              ": trainer ", rank, " arrived"));
     }
     if (!round->ended() && round->state == Round::kWaiting) {
       Abandon(round,

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/security.h"
 #include "common/shard_map.h"
+#include "coordinator/call_wait.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/checkpointer.h"
 #include "coordinator/fleet.h"
@@ -179,11 +180,11 @@ class CoordinatorImpl final : public CoordinatorService {
         return CountPservers(size) == size;
       };
       if (req->wait_complete() &&
-          !mu_.AwaitWithDeadline(absl::Condition(&complete),
-                                 WaitLimit(context))) {
-        return Status(StatusCode::DEADLINE_EXCEEDED,
-                      absl::StrCat("GetClusterSpec: only ", CountPservers(size),
-                                   " of ", size, " pservers registered"));
+          !AwaitForCall(&mu_, absl::Condition(&complete), WaitLimit(context),
+                        context)) {
+        return WaitFailed(
+            context, absl::StrCat("GetClusterSpec: only ", CountPservers(size),
+                                  " of ", size, " pservers registered"));
       }
     }
     // Read after the wait: the map of the pservers it waited for.
@@ -212,12 +213,11 @@ class CoordinatorImpl final : public CoordinatorService {
         SAMPAN_LOG(ERROR) << "Barrier '" << req->name() << "': " << s.message();
       }
     }
-    if (!mu_.AwaitWithDeadline(absl::Condition(&b.released),
-                               WaitLimit(context))) {
-      return Status(
-          StatusCode::DEADLINE_EXCEEDED,
-          absl::StrCat("Barrier '", req->name(), "': ", b.arrived.size(),
-                       " of ", req->count(), " arrived"));
+    if (!AwaitForCall(&mu_, absl::Condition(&b.released), WaitLimit(context),
+                      context)) {
+      return WaitFailed(context, absl::StrCat("Barrier '", req->name(),
+                                              "': ", b.arrived.size(), " of ",
+                                              req->count(), " arrived"));
     }
     return Status::OK;
   }
@@ -242,10 +242,10 @@ class CoordinatorImpl final : public CoordinatorService {
     auto present = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return kv_.count(req->key()) > 0;
     };
-    if (req->wait() &&
-        !mu_.AwaitWithDeadline(absl::Condition(&present), WaitLimit(context))) {
-      return Status(StatusCode::DEADLINE_EXCEEDED,
-                    absl::StrCat("KvGet: key '", req->key(), "' not set"));
+    if (req->wait() && !AwaitForCall(&mu_, absl::Condition(&present),
+                                     WaitLimit(context), context)) {
+      return WaitFailed(context,
+                        absl::StrCat("KvGet: key '", req->key(), "' not set"));
     }
     auto it = kv_.find(req->key());
     resp->set_found(it != kv_.end());
