@@ -32,6 +32,20 @@ JobConfig Job() {
   return config;
 }
 
+// A coordinator on 127.0.0.1, any port.
+struct Served {
+  Served() : service(NewCoordinatorService(Job(), "launch")) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(service.get());
+    server = builder.BuildAndStart();
+  }
+  std::unique_ptr<CoordinatorService> service;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server;
+};
+
 // Calls a barrier of 2 that only this call joins, with a 60 s deadline, on
 // its own thread; `status` gets how the call ended.
 std::thread JoinLonelyBarrier(const std::string& address, grpc::Status* status,
@@ -50,13 +64,9 @@ std::thread JoinLonelyBarrier(const std::string& address, grpc::Status* status,
 }
 
 TEST(CallWaitTest, ShutdownIsNotHeldUpByAWaitingBarrier) {
-  auto service = NewCoordinatorService(Job(), "launch");
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(service.get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  Served served;
+  grpc::Server* server = served.server.get();
+  const int port = served.port;
   ASSERT_GT(port, 0);
   grpc::Status status;
   grpc::ClientContext context;
@@ -75,13 +85,9 @@ TEST(CallWaitTest, ShutdownIsNotHeldUpByAWaitingBarrier) {
 }
 
 TEST(CallWaitTest, ACancelledMemberLeavesAndTheBarrierStillWorks) {
-  auto service = NewCoordinatorService(Job(), "launch");
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(service.get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  Served served;
+  grpc::Server* server = served.server.get();
+  const int port = served.port;
   const std::string address = absl::StrCat("127.0.0.1:", port);
   grpc::Status status;
   grpc::ClientContext context;
