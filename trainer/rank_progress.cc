@@ -7,7 +7,7 @@ void RankProgress::Trained(const Worker& w, double loss) {
     std::lock_guard<std::mutex> lock(keys_mu_);
     keys_.insert(w.keys.begin(), w.keys.end());
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   examples_ += w.batch.size();
   loss_sum_ += loss;
   tokens_ += w.words.tokens;  // word vectors: no probabilities
@@ -24,7 +24,7 @@ std::vector<uint64_t> RankProgress::TakeKeys() {
 }
 
 void RankProgress::PassDone(coord::PassResult* result) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ++passes_done_;
   if (result != nullptr) {
     result->set_examples(examples_);
@@ -33,29 +33,29 @@ void RankProgress::PassDone(coord::PassResult* result) {
 }
 
 uint64_t RankProgress::examples() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return examples_;
 }
 
 uint64_t RankProgress::tokens() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return tokens_;
 }
 
 void RankProgress::Fail(const absl::Status& status) {
   if (status.ok()) return;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (error_.ok()) error_ = status;
   failed_.store(true);
 }
 
 absl::Status RankProgress::error() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return error_;
 }
 
 void RankProgress::Fill(coord::TrainerProgress* p) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   p->set_examples(examples_);
   p->set_loss_sum(loss_sum_);
   p->set_train_auc(auc_.Auc());

@@ -11,6 +11,8 @@
 //
 // Thread-safe. `mu_` guards the figures and the error; the pushed keys
 // have their own lock, so that the worker threads' counting stays short.
+// std::mutex, not absl::Mutex: Debian's Abseil is not built for
+// ThreadSanitizer, which checks this class (`make tsan`).
 #ifndef SAMPAN_TRAINER_RANK_PROGRESS_H_
 #define SAMPAN_TRAINER_RANK_PROGRESS_H_
 
@@ -23,7 +25,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "proto/coordinator.pb.h"
 #include "trainer/eval/auc.h"
 #include "trainer/step_loop.h"
@@ -59,7 +60,7 @@ class RankProgress {
  private:
   const bool keep_keys_;
   std::atomic<bool> failed_{false};
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   uint64_t examples_ ABSL_GUARDED_BY(mu_);
   double loss_sum_ ABSL_GUARDED_BY(mu_) = 0;
   StreamingAuc auc_ ABSL_GUARDED_BY(mu_);
