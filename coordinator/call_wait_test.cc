@@ -72,7 +72,7 @@ TEST(CallWaitTest, ShutdownIsNotHeldUpByAWaitingBarrier) {
   grpc::ClientContext context;
   std::thread member =
       JoinLonelyBarrier(absl::StrCat("127.0.0.1:", port), &status, &context);
-  absl::SleepFor(absl::Milliseconds(500));  // the handler is waiting
+  absl::SleepFor(absl::Seconds(1));  // the handler is waiting
   const absl::Time start = absl::Now();
   server->Shutdown(absl::ToChronoTime(start + absl::Milliseconds(200)));
   server->Wait();
@@ -92,7 +92,9 @@ TEST(CallWaitTest, ACancelledMemberLeavesAndTheBarrierStillWorks) {
   grpc::Status status;
   grpc::ClientContext context;
   std::thread member = JoinLonelyBarrier(address, &status, &context);
-  absl::SleepFor(absl::Milliseconds(300));
+  // Time for the call to reach its handler (on loopback, milliseconds; a
+  // cancel before that would cancel a call the barrier never saw).
+  absl::SleepFor(absl::Seconds(1));
   context.TryCancel();  // the member dies
   member.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
