@@ -46,20 +46,27 @@ struct Served {
   std::unique_ptr<grpc::Server> server;
 };
 
-// Calls a barrier of 2 that only this call joins, with a 60 s deadline, on
-// its own thread; `status` gets how the call ended.
+// Member `index` joins the barrier "trained" of 2 at `address`, waiting up
+// to `wait`; returns how the call ended.
+grpc::Status JoinBarrier(const std::string& address, int index,
+                         absl::Duration wait, grpc::ClientContext* context) {
+  auto stub = coord::Coordinator::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  coord::BarrierRequest req;
+  req.set_name("trained");
+  req.set_count(2);
+  req.set_index(index);
+  coord::BarrierResponse resp;
+  context->set_deadline(absl::ToChronoTime(absl::Now() + wait));
+  return stub->Barrier(context, req, &resp);
+}
+
+// Member 0 alone, with a 60 s deadline, on its own thread; `status` gets
+// how the call ended.
 std::thread JoinLonelyBarrier(const std::string& address, grpc::Status* status,
                               grpc::ClientContext* context) {
   return std::thread([address, status, context] {
-    auto stub = coord::Coordinator::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-    coord::BarrierRequest req;
-    req.set_name("trained");
-    req.set_count(2);
-    req.set_index(0);
-    coord::BarrierResponse resp;
-    context->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
-    *status = stub->Barrier(context, req, &resp);
+    *status = JoinBarrier(address, 0, absl::Seconds(60), context);
   });
 }
 
@@ -99,16 +106,8 @@ TEST(CallWaitTest, ACancelledMemberLeavesAndTheBarrierStillWorks) {
   member.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   // Its arrival counts: the second member is released at once.
-  auto stub = coord::Coordinator::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  coord::BarrierRequest req;
-  req.set_name("trained");
-  req.set_count(2);
-  req.set_index(1);
-  coord::BarrierResponse resp;
   grpc::ClientContext second;
-  second.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-  EXPECT_TRUE(stub->Barrier(&second, req, &resp).ok());
+  EXPECT_TRUE(JoinBarrier(address, 1, absl::Seconds(5), &second).ok());
   const absl::Time start = absl::Now();
   server->Shutdown(absl::ToChronoTime(start + absl::Milliseconds(200)));
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
