@@ -28,9 +28,11 @@
 //      handler  ScoreRequest on the same PredictRequests in-process: the
 //             server's work without gRPC (conversion included);
 //      half   open loop at half the rpc run's requests/s (or --half_rate
-//             requests/s, the same for builds compared): Poisson arrivals
-//             spread over 2 x --clients threads, latency counted from each
-//             call's scheduled start (no coordinated omission).
+//             requests/s, the same for builds compared): Poisson arrivals,
+//             each call sent at its time by bench/open_loop.h over
+//             --clients connections (--open_loop=threads: spread over
+//             2 x --clients blocking threads instead), latency counted
+//             from each call's scheduled start (no coordinated omission).
 //    Then the medians over the repetitions, and the ratio rpc / limit.
 //
 // Output: one table row per run, then per size and form a line
@@ -67,6 +69,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench/open_loop.h"
 #include "bench/serving_bench_model.h"
 #include "bench/serving_bench_server.h"
 #include "common/flags.h"
@@ -105,6 +108,10 @@ struct BenchOptions {
   // preempt the server's, as if the client had a machine of its own (needs
   // CAP_SYS_NICE; without it a warning, and the runs go on at 0).
   int client_nice = 0;
+  // The half runs' generator: "async" (bench/open_loop.h: every call sent
+  // at its scheduled time) or "threads" (2 x --clients blocking threads,
+  // Poisson each; a thread whose call is out sends its next one late).
+  std::string open_loop = "async";
   // With N > 1: N lookup shards and a predictor front end on the same model
   // too (text-format ServingConfig fields for them in shard_serving), whose
   // rpc and half runs follow the one-process server's in every rep.
@@ -194,10 +201,41 @@ RunResult RunThreads(const BenchOptions& o, int threads,
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-// Closed loop (rate 0) or Poisson arrivals at `rate` requests/s in all.
+// Poisson arrivals at `rate` requests/s from RunOpenLoop: one sending
+// thread, --clients connections.
+RunResult RunAsyncOpenLoop(const BenchOptions& o, const Servers& servers,
+                           const std::vector<serving::PredictRequest>& requests,
+                           double rate) {
+  std::vector<std::unique_ptr<serving::Predictor::Stub>> stubs;
+  for (int c = 0; c < o.clients; ++c) stubs.push_back(NewStub(servers.target));
+  std::vector<double> lags;
+  RunResult result = RunThreads(
+      o, 1, servers.pids,
+      [&](int, absl::Time from, absl::Time to, std::vector<double>* lat,
+          uint64_t* examples, uint64_t* errors) {
+        OpenLoopCalls calls =
+            RunOpenLoop(stubs, requests, rate, from, to, 1, o.client_nice);
+        if (!calls.first_error.empty()) {
+          std::fprintf(stderr, "Predict failed: %s\n",
+                       calls.first_error.c_str());
+        }
+        *lat = std::move(calls.latency_ms);
+        *examples = calls.examples;
+        *errors = calls.errors;
+        lags = std::move(calls.send_lag_ms);
+      });
+  result.send_lag_p99 = Percentile(&lags, 0.99);
+  return result;
+}
+
+// Closed loop (rate 0) or Poisson arrivals at `rate` requests/s in all (the
+// async generator unless --open_loop=threads).
 RunResult RunRpc(const BenchOptions& o, const Servers& servers,
                  const std::vector<serving::PredictRequest>& requests,
                  double rate) {
+  if (rate > 0 && o.open_loop == "async") {
+    return RunAsyncOpenLoop(o, servers, requests, rate);
+  }
   const int threads = rate > 0 ? 2 * o.clients : o.clients;
   std::vector<std::unique_ptr<serving::Predictor::Stub>> stubs;
   for (int t = 0; t < threads; ++t) stubs.push_back(NewStub(servers.target));
@@ -411,11 +449,11 @@ std::vector<int> IntList(const std::string& s) {
 BenchOptions ParseBenchFlags(int argc, char** argv) {
   absl::StatusOr<Flags> f = Flags::Parse(
       argc, argv, 1,
-      {"model",     "rows",        "dim",     "hidden", "dir",
-       "sampan",    "serving",     "sizes",   "forms",  "dist",
-       "pool",      "clients",     "seconds", "warmup", "reps",
-       "half",      "server_wrap", "prewarm", "shards", "shard_serving",
-       "half_rate", "client_nice"});
+      {"model",     "rows",        "dim",      "hidden", "dir",
+       "sampan",    "serving",     "sizes",    "forms",  "dist",
+       "pool",      "clients",     "seconds",  "warmup", "reps",
+       "half",      "server_wrap", "prewarm",  "shards", "shard_serving",
+       "half_rate", "client_nice", "open_loop"});
   if (!f.ok()) {
     std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
     std::exit(2);
@@ -453,6 +491,12 @@ BenchOptions ParseBenchFlags(int argc, char** argv) {
   o.half = f->Get("half", "1") != "0";
   o.half_rate = num("half_rate", 0);
   o.client_nice = int(num("client_nice", 0));
+  o.open_loop = f->Get("open_loop", o.open_loop);
+  if (o.open_loop != "async" && o.open_loop != "threads") {
+    std::fprintf(stderr, "--open_loop: async or threads, got %s\n",
+                 o.open_loop.c_str());
+    std::exit(2);
+  }
   return o;
 }
 

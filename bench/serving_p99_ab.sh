@@ -11,8 +11,11 @@
 # (3), DIR, HALF_RATE (requests/s of every half run; default half of each
 # run's own closed loop), CLIENT_NICE (the client threads' nice value,
 # default 0; -10: they preempt the server, as a client with a machine of
-# its own would). Prints each run's rpc, limit and half rows, then per build the
-# half-load p99s and their median.
+# its own would), OPEN_LOOPS (the half runs' generators, each in turn:
+# "async" (default; every call sent at its scheduled time, bench/open_loop.h)
+# and/or "threads" (blocking threads, as before 2026-12-04)). Prints each
+# run's rpc, limit and half rows, then per build and generator the half-load
+# p99s and their median.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 SAMPAN_BINARY..." >&2; exit 2; }
 ROWS=${ROWS:-1000000}
@@ -34,28 +37,34 @@ idle_pct() {
   echo $((100 * (d + e - i1) / (a + b + c + d + e + f + g + h - t1)))
 }
 declare -A p99s sp99s
+OPEN_LOOPS=${OPEN_LOOPS:-async}
+runs=()
+for bin in "$@"; do
+  for gen in $OPEN_LOOPS; do runs+=("$bin $gen"); done
+done
 for round in $(seq 1 "$ROUNDS"); do
-  for bin in "$@"; do
+  for run in "${runs[@]}"; do
+    read -r bin gen <<< "$run"
     for _ in $(seq 1 600); do [ "$(idle_pct)" -ge 90 ] && break; done
-    echo "== round $round $bin (idle $(idle_pct)%;" \
+    echo "== round $round $bin $gen (idle $(idle_pct)%;" \
       "host $(nice -n -20 "$jitter" 3 | sed -n 's/^RESULT //p'))"
     out=$("$bench" --model=DEEPFM --rows="$ROWS" --sizes=100 --forms=examples \
-      --reps=1 --seconds=5 --dir="$DIR" --sampan="$bin" \
+      --reps=1 --seconds=5 --dir="$DIR" --sampan="$bin" --open_loop="$gen" \
       --half_rate="${HALF_RATE:-0}" --client_nice="${CLIENT_NICE:-0}")
     echo "$out" | grep -E '^  (rpc|limit|half) |in the server:'
     p99=$(echo "$out" | sed -n 's/^RESULT.* half_p99_ms=\([0-9.]*\).*/\1/p')
-    p99s[$bin]="${p99s[$bin]:-} $p99"
+    p99s[$run]="${p99s[$run]:-} $p99"
     sp99=$(echo "$out" |
       sed -n 's/^RESULT.* half_server_p99_ms=\([-0-9.]*\).*/\1/p')
-    sp99s[$bin]="${sp99s[$bin]:-} $sp99"
+    sp99s[$run]="${sp99s[$run]:-} $sp99"
   done
 done
 median() {
   tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
 }
-for bin in "$@"; do
-  echo "$bin half-load p99 ms:${p99s[$bin]} median" \
-    "$(echo "${p99s[$bin]}" | median)"
-  echo "$bin   in the server (its histogram):${sp99s[$bin]} median" \
-    "$(echo "${sp99s[$bin]}" | median)"
+for run in "${runs[@]}"; do
+  echo "$run half-load p99 ms:${p99s[$run]} median" \
+    "$(echo "${p99s[$run]}" | median)"
+  echo "$run   in the server (its histogram):${sp99s[$run]} median" \
+    "$(echo "${sp99s[$run]}" | median)"
 done
