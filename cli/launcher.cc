@@ -2,42 +2,30 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <deque>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/child_process.h"
 #include "cli/coordinator_outages.h"
+#include "cli/job_prepare.h"
 #include "cli/job_summary.h"
 #include "cli/progress.h"
+#include "cli/restart_policy.h"
 #include "cli/resume.h"
 #include "cli/status.h"
-#include "cli/synthetic_data.h"
 #include "common/config.h"
 #include "common/security.h"
-#include "coordinator/checkpoint_store.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
-#include "google/protobuf/text_format.h"
-#include "sparse_table/job_options.h"
-#include "trainer/input_queue.h"
 #include "trainer/model_version.h"
-#include "trainer/trainer.h"
-#include "trainer/warm_start.h"
 
 namespace sampan {
 namespace {
@@ -50,34 +38,12 @@ class Launcher {
   Launcher(JobConfig config, bool resume)
       : config_(std::move(config)),
         resume_(resume),
-        deep_(IsDeepModel(config_.model().type())),
-        regroups_left_(config_.cluster().max_restarts()) {}
+        restarts_(config_, &outages_,
+                  [this](Child& c) { Launch(c, O_APPEND); }) {}
 
   int Run() {
-    // Data that no trainer could read is the job's error, found before
-    // anything starts, not a crash loop of restarted trainers. (Synthetic
-    // data is written by Prepare, plain.)
-    if (config_.data().synthetic().rows() == 0) {
-      if (absl::Status s = InputQueue::CheckFiles(config_); !s.ok()) {
-        std::cerr << "error: " << s.message() << "\n";
-        return 2;
-      }
-    }
-    absl::StatusOr<std::string> init = CheckInitModel(config_);
-    if (!init.ok()) {
-      std::cerr << "error: " << init.status().message() << "\n";
-      return 2;
-    }
-    if (InitFromCheckpoint(config_)) {
-      // Every process takes the checkpoint checked here, even if the job
-      // that writes that root takes a newer one meanwhile.
-      config_.set_init_model(*init);
-    }
-    if (!Prepare()) return 1;
-    // After Prepare's restores: the tables the pservers will open.
-    if (absl::Status s = CheckJobTableLayouts(config_); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return 2;
+    if (const int code = PrepareJob(resume_, &config_, &prepared_); code) {
+      return code;
     }
     InstallSignalHandlers();
     const int code = StartAndSupervise();
@@ -87,71 +53,6 @@ class Launcher {
   }
 
  private:
-  bool Prepare() {
-    std::error_code ec;
-    std::filesystem::create_directories(LogDir(), ec);
-    if (!ec) std::filesystem::create_directories(MetricsDir(), ec);
-    if (ec) {
-      std::cerr << "error: cannot create " << LogDir() << ": " << ec.message()
-                << "\n";
-      return false;
-    }
-    std::filesystem::remove(ResultPath(config_), ec);
-    if (resume_) {
-      // Tables go back to the checkpoint's epoch: the trainers retrain what
-      // came after it (docs/operations.md).
-      absl::StatusOr<std::string> dir =
-          RestoreLatestCheckpoint(config_, &fleet_seed_);
-      if (!dir.ok()) {
-        std::cerr << "error: --resume: " << dir.status().message() << "\n";
-        return false;
-      }
-      resume_from_ = *dir;
-      std::cerr << "resuming from " << resume_from_ << "\n";
-    } else if (InitFromCheckpoint(config_)) {
-      // Warm start from a checkpoint: its tables as they were, optimizer
-      // state and statistics included (trainer/warm_start.h).
-      if (absl::Status s = RestorePserverSnapshots(
-              config_, config_.init_model(), &fleet_seed_);
-          !s.ok()) {
-        std::cerr << "error: init_model: " << s.message() << "\n";
-        return false;
-      }
-      std::cerr << "warm start from checkpoint " << config_.init_model()
-                << "\n";
-    }
-    if (config_.data().synthetic().rows() > 0) {
-      absl::StatusOr<SyntheticData> data = EnsureSyntheticData(config_);
-      if (!data.ok()) {
-        std::cerr << "error: " << data.status().message() << "\n";
-        return false;
-      }
-      synthetic_ = *data;
-      // Children train on the generated files, like any file-based job.
-      synthetic_rows_ = config_.data().synthetic().rows();
-      config_.mutable_data()->mutable_synthetic()->set_rows(0);
-      config_.mutable_data()->clear_train_files();
-      config_.mutable_data()->clear_test_files();
-      config_.mutable_data()->add_train_files(data->train_path);
-      config_.mutable_data()->add_test_files(data->test_path);
-    }
-    return WriteResolvedConfig();
-  }
-
-  bool WriteResolvedConfig() {
-    std::string text;
-    google::protobuf::TextFormat::PrintToString(config_, &text);
-    config_path_ = absl::StrCat(config_.output_dir(), "/job.pbtxt");
-    std::ofstream out(config_path_);
-    out << text;
-    out.close();
-    if (!out) {
-      std::cerr << "error: cannot write " << config_path_ << "\n";
-      return false;
-    }
-    return true;
-  }
-
   void InstallSignalHandlers() {
     struct sigaction sa = {};
     sa.sa_handler = OnInterrupt;
@@ -168,22 +69,22 @@ class Launcher {
     // launch's in the same output_dir.
     const std::string launch_id =
         absl::StrCat(getpid(), "-", absl::ToUnixNanos(absl::Now()));
-    if (!fleet_seed_.owner().empty()) {
+    if (!prepared_.fleet_seed.owner().empty()) {
       // The checkpoint's fleet was rescaled: the coordinator starts as it
       // (its size and owners), and the pservers beyond
       // cluster.num_pservers start once it reports them (FollowFleet).
       if (absl::Status s =
-              SeedCoordinatorState(config_, launch_id, fleet_seed_);
+              SeedCoordinatorState(config_, launch_id, prepared_.fleet_seed);
           !s.ok()) {
         failure_ = absl::StrCat("seeding the coordinator: ", s.message());
         return ReportFailure();
       }
-      std::cerr << "the checkpoint's fleet was rescaled: " << fleet_seed_.size()
-                << " pservers\n";
+      std::cerr << "the checkpoint's fleet was rescaled: "
+                << prepared_.fleet_seed.size() << " pservers\n";
     }
     Child& coordinator_child =
         Spawn("coordinator", false,
-              {"coordinator", "--config=" + config_path_,
+              {"coordinator", "--config=" + prepared_.config_path,
                "--port_file=" + port_file, "--launch_id=" + launch_id});
     coordinator_child.port_file = port_file;
     coordinator_child.restarts_left = config_.cluster().max_restarts();
@@ -196,10 +97,11 @@ class Launcher {
     }
     const bool checkpoints = TakesCheckpoints(config_);
     for (uint32_t r = 0; r < config_.cluster().num_trainers(); ++r) {
-      std::vector<std::string> args = {"trainer", "--config=" + config_path_,
-                                       absl::StrCat("--rank=", r),
-                                       "--coordinator=" + coordinator};
-      if (!resume_from_.empty()) args.push_back("--checkpoint=" + resume_from_);
+      std::vector<std::string> args = {
+          "trainer", "--config=" + prepared_.config_path,
+          absl::StrCat("--rank=", r), "--coordinator=" + coordinator};
+      if (!prepared_.resume_from.empty())
+        args.push_back("--checkpoint=" + prepared_.resume_from);
       Child& child = Spawn(absl::StrCat("trainer-", r), true, std::move(args));
       child.restarts_left = checkpoints ? config_.cluster().max_restarts() : 0;
     }
@@ -214,10 +116,11 @@ class Launcher {
     const std::string port_file =
         absl::StrCat(config_.output_dir(), "/", name, ".port");
     std::remove(port_file.c_str());
-    Child& child = Spawn(
-        name, false,
-        {"pserver", "--config=" + config_path_, absl::StrCat("--index=", i),
-         "--coordinator=" + coordinator, "--port_file=" + port_file});
+    Child& child =
+        Spawn(name, false,
+              {"pserver", "--config=" + prepared_.config_path,
+               absl::StrCat("--index=", i), "--coordinator=" + coordinator,
+               "--port_file=" + port_file});
     child.port_file = port_file;
     child.pserver_index = i;
     child.restarts_left = config_.table().backend() == ROCKSDB
@@ -262,9 +165,9 @@ class Launcher {
   void StartServing() {
     serve_port_file_ = absl::StrCat(config_.output_dir(), "/serve.port");
     std::remove(serve_port_file_.c_str());
-    Child& child =
-        Spawn("serve", false,
-              {"serve", config_path_, "--port_file=" + serve_port_file_});
+    Child& child = Spawn(
+        "serve", false,
+        {"serve", prepared_.config_path, "--port_file=" + serve_port_file_});
     child.port_file = serve_port_file_;
     child.restarts_left = config_.cluster().max_restarts();
   }
@@ -326,110 +229,6 @@ class Launcher {
     child.exited = false;
   }
 
-  // Brings a crashed durable pserver back on a new port, as a rescheduled
-  // pod comes back at a new address: it registers it with the coordinator,
-  // whose shard map its clients follow (trainer/client/routes.h) while they
-  // retry. Serving comes back on its port, which its users hold. Returns
-  // false when the child may not be restarted.
-  bool Restart(Child& c) {
-    if (stopping_ || c.restarts_left <= 0) return false;
-    if (c.is_trainer) return RestartTrainer(c);
-    // Serving's users and every member hold the coordinator's address.
-    const bool same_port = c.name == "serve" || c.name == "coordinator";
-    std::string where = "a new port";
-    if (same_port) {
-      std::ifstream in(c.port_file);
-      int port = 0;
-      if (!(in >> port) || port <= 0) return false;
-      SetFlag(&c.args, "port", absl::StrCat(port));
-      where = absl::StrCat("port ", port);
-    } else {
-      SetFlag(&c.args, "port", "0");
-      std::remove(c.port_file.c_str());  // the new one reports its own
-    }
-    --c.restarts_left;
-    std::cerr << "\n"
-              << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
-              << "; restarting it on " << where << " (" << c.restarts_left
-              << " restarts left)"
-              << (c.name == "serve" ? "; it loads the newest version again\n"
-                  : c.name == "coordinator"
-                      ? "; members re-register with it and training goes "
-                        "on meanwhile\n"
-                      : "; it recovers acknowledged pushes from its RocksDB "
-                        "log, and its clients find it through the shard "
-                        "map\n");
-    Launch(c, O_APPEND);
-    if (c.name == "coordinator") outages_.Died(absl::Now());
-    ++(c.name == "serve"         ? serve_restarts_
-       : c.name == "coordinator" ? coordinator_restarts_
-                                 : restarts_);
-    return true;
-  }
-
-  // A crashed trainer comes back at the data position of the latest complete
-  // checkpoint (or its part's start when there is none yet). What it
-  // trained after that position is trained again: pserver rows keep every
-  // acknowledged push and do not roll back.
-  bool RestartTrainer(Child& c) {
-    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == kTrainerDataErrorExit) {
-      return false;
-    }
-    // A stream's trainers meet at every pass end: one restarted alone
-    // would wait at barriers the others passed long ago.
-    if (deep_ || !config_.data().stream().root().empty()) {
-      return RegroupTrainers();
-    }
-    // A trainer that exits with an error (bad data, a refused push) would
-    // meet the same error again; only a crash is worth a restart.
-    if (!WIFSIGNALED(c.status)) return false;
-    --c.restarts_left;
-    absl::StatusOr<std::string> dir =
-        LatestCompleteCheckpoint(CheckpointRoot(config_));
-    SetFlag(&c.args, "checkpoint", dir.ok() ? *dir : "");
-    std::cerr << "\n"
-              << c.name << " (pid " << c.pid << ") " << DescribeExit(c.status)
-              << "; restarting it from "
-              << (dir.ok() ? *dir
-                           : "the start of its input (no checkpoint yet)")
-              << " (" << c.restarts_left << " restarts left)\n";
-    Launch(c, O_APPEND);
-    ++trainer_restarts_;
-    return true;
-  }
-
-  // Hybrid ranks allreduce in lockstep, so one rank cannot rejoin a running
-  // group, and the others fail as soon as a peer dies (with an error, not a
-  // signal). So any trainer failure stops every rank, and all restart from
-  // the latest checkpoint (same dense state and positions) in a new
-  // collective generation, at most cluster.max_restarts times per job.
-  bool RegroupTrainers() {
-    if (regroups_left_ <= 0) return false;
-    --regroups_left_;
-    for (Child& t : children_) {
-      if (!t.is_trainer || t.exited) continue;
-      kill(t.pid, SIGKILL);
-      waitpid(t.pid, &t.status, 0);
-      t.exited = true;
-    }
-    ++generation_;
-    absl::StatusOr<std::string> dir =
-        LatestCompleteCheckpoint(CheckpointRoot(config_));
-    std::cerr << "\na hybrid trainer failed; restarting all "
-              << config_.cluster().num_trainers() << " trainers from "
-              << (dir.ok() ? *dir : "the start (no checkpoint yet)")
-              << " as collective generation " << generation_ << " ("
-              << regroups_left_ << " regroups left)\n";
-    for (Child& t : children_) {
-      if (!t.is_trainer) continue;
-      SetFlag(&t.args, "checkpoint", dir.ok() ? *dir : "");
-      SetFlag(&t.args, "generation", absl::StrCat(generation_));
-      Launch(t, O_APPEND);
-    }
-    ++trainer_restarts_;
-    return true;
-  }
-
   std::string WaitForCoordinator(const std::string& port_file) {
     const absl::Time limit =
         absl::Now() + absl::Seconds(config_.cluster().wait_timeout_seconds());
@@ -460,7 +259,7 @@ class Launcher {
         c.status = status;
         if (c.retired) continue;  // left the fleet, as asked
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!clean && Restart(c)) continue;
+        if (!clean && !stopping_ && restarts_.Restart(c, children_)) continue;
         if (!clean && stopping_) {
           // The job's result stands; a crash while it winds down only
           // loses what a restart would have recovered anyway.
@@ -590,44 +389,33 @@ class Launcher {
 
   void PrintResult() {
     JobSummary summary;
-    summary.planted_rows = synthetic_rows_;
-    summary.planted_auc = synthetic_.planted_auc;
-    summary.planted_logloss = synthetic_.planted_logloss;
-    summary.pserver_restarts = restarts_;
-    summary.serve_restarts = serve_restarts_;
-    summary.coordinator_restarts = coordinator_restarts_;
+    summary.planted_rows = prepared_.synthetic_rows;
+    summary.planted_auc = prepared_.synthetic.planted_auc;
+    summary.planted_logloss = prepared_.synthetic.planted_logloss;
+    summary.pserver_restarts = restarts_.counts().pservers;
+    summary.serve_restarts = restarts_.counts().serve;
+    summary.coordinator_restarts = restarts_.counts().coordinator;
     summary.coordinator_outages = outages_.count();
     summary.coordinator_waited = outages_.total();
-    summary.trainer_restarts = trainer_restarts_;
+    summary.trainer_restarts = restarts_.counts().trainers;
     PrintJobSummary(config_, summary, std::cout);
   }
 
-  std::string LogDir() const { return config_.output_dir() + "/logs"; }
-  std::string MetricsDir() const { return config_.output_dir() + "/metrics"; }
+  std::string LogDir() const { return JobLogDir(config_); }
+  std::string MetricsDir() const { return JobMetricsDir(config_); }
 
   JobConfig config_;
   const bool resume_;
-  const bool deep_;  // hybrid: trainers restart as a group
-  int regroups_left_;
-  uint64_t generation_ = 0;  // of the hybrid collective group
-  std::string resume_from_;  // the checkpoint directory resumed from
-  // A rescaled fleet's checkpoint: the coordinator starts from it.
-  coord::FleetState fleet_seed_;
-  int trainer_restarts_ = 0;
-  std::string config_path_;
-  SyntheticData synthetic_;
-  uint64_t synthetic_rows_ = 0;
-  std::deque<Child> children_;
-  bool stopping_ = false;  // set by StopAll: exits are expected then
-  int restarts_ = 0;       // deque: failed_child_ points into it
+  CoordinatorOutages outages_;
+  RestartPolicy restarts_;      // reads config_, tells outages_
+  PreparedJob prepared_;        // by PrepareJob, before any child starts
+  std::deque<Child> children_;  // deque: failed_child_ points into it
+  bool stopping_ = false;       // set by StopAll: exits are expected then
   Child* failed_child_ = nullptr;
   std::string failure_;
   std::string serve_port_file_;  // serving.enabled
   bool serving_announced_ = false;
   bool page_announced_ = false;
-  int serve_restarts_ = 0;
-  int coordinator_restarts_ = 0;
-  CoordinatorOutages outages_;
 };
 
 }  // namespace

@@ -9,10 +9,11 @@
 //   - Ctrl-C (SIGINT) or SIGTERM stops everything;
 //   - no child outlives the launcher, even if the launcher is SIGKILLed
 //     (children die with their parent through PR_SET_PDEATHSIG);
-//   - a crashed RocksDB pserver is restarted on its port, and a crashed
+//   - crashed children come back by cli/restart_policy.h: a RocksDB
+//     pserver on a new port, the coordinator and serving on theirs, a
 //     trainer of a job that takes checkpoints at the latest checkpoint's
-//     data position (in hybrid jobs all ranks, as a new collective
-//     generation), up to cluster.max_restarts times.
+//     data position (in hybrid and stream jobs all ranks, as a new
+//     collective generation), up to cluster.max_restarts times.
 #ifndef SAMPAN_CLI_LAUNCHER_H_
 #define SAMPAN_CLI_LAUNCHER_H_
 
