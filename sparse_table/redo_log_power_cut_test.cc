@@ -72,8 +72,8 @@ TEST(RedoLogPowerCutTest, TornRecordCutOffStaysCutAfterAnotherCrash) {
       " CRASHFS_VERIFY=1 CRASHFS_ROOT=" + o.dir + " CRASHFS_STATE=" + state +
       " " + Runfile("sparse_table/redo_log_cut_child") + " " + o.dir;
   const int rc = std::system(run.c_str());
-  ASSERT_TRUE(WIFSIGNALED(rc) && WTERMSIG(rc) == SIGKILL ||
-              WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + SIGKILL)
+  ASSERT_TRUE((WIFSIGNALED(rc) && WTERMSIG(rc) == SIGKILL) ||
+              (WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + SIGKILL))
       << "child: " << rc;
   ASSERT_EQ(std::system((Runfile("tests/crashfs/crashfs_rewind") + " " + state +
                          " " + o.dir)

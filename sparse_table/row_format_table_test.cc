@@ -106,7 +106,9 @@ TEST_P(RowFormatTableTest, EveryBackendComputesTheMemoryTablesWords) {
   PushSome(*t, 1, 40, &s2);
   const std::vector<float> want = PullAll(*reference);
   EXPECT_TRUE(SameWords(PullAll(*t), want));
-  if (mode() != Mode::kMemory) EXPECT_GT(t->Stats().evictions, 0u);
+  if (mode() != Mode::kMemory) {
+    EXPECT_GT(t->Stats().evictions, 0u);
+  }
   // And in a compact format the values are FP32's within the format's steps.
   if (format() != RowFormat::kFp32) {
     auto fp32 = Open(Options(RowFormat::kFp32, Mode::kMemory, ""));

@@ -69,7 +69,9 @@ class CollectiveTest : public ::testing::Test {
       auto code = WaitExit(children_[r].pid, deadline);
       outputs.push_back(ReadAll(children_[r].stdout_fd, absl::Seconds(1)));
       EXPECT_TRUE(code.ok()) << "rank " << r << ": " << code.status();
-      if (code.ok()) EXPECT_EQ(*code, 0) << "rank " << r;
+      if (code.ok()) {
+        EXPECT_EQ(*code, 0) << "rank " << r;
+      }
     }
     for (Child& c : children_) close(c.stdout_fd);
     children_.clear();
@@ -135,7 +137,9 @@ class CollectiveFailureTest : public CollectiveTest {
     for (Child& c : children_) {
       auto line = ReadLine(c.stdout_fd, absl::Seconds(60));
       EXPECT_TRUE(line.ok()) << line.status();
-      if (line.ok()) EXPECT_EQ(*line, "ready");
+      if (line.ok()) {
+        EXPECT_EQ(*line, "ready");
+      }
     }
     EXPECT_EQ(kill(children_[1].pid, sig), 0);
     std::vector<std::string> lines;
@@ -146,7 +150,9 @@ class CollectiveFailureTest : public CollectiveTest {
       lines.push_back(line.ok() ? *line : "");
       auto code = WaitExit(children_[r].pid, absl::Now() + absl::Seconds(60));
       EXPECT_TRUE(code.ok()) << "rank " << r << ": " << code.status();
-      if (code.ok()) EXPECT_EQ(*code, 3) << "rank " << r;
+      if (code.ok()) {
+        EXPECT_EQ(*code, 3) << "rank " << r;
+      }
     }
     return lines;
   }
