@@ -38,6 +38,16 @@ build() {  # name sources... -- libs...
   clang++ "${FLAGS[@]}" -o "$OUT/$name" "$@" $ABSL -lpthread
 }
 
+# The targets build side by side (each is one single-threaded clang run);
+# `built` waits for them all and fails the run if any failed.
+builds=()
+build_bg() { build "$@" & builds+=($!); }
+built() {
+  local pid ok=1
+  for pid in "${builds[@]}"; do wait "$pid" || ok=0; done
+  [ $ok = 1 ] || { echo "FAIL: a fuzzer did not build"; exit 1; }
+}
+
 # A target's own .cc files from Bazel's graph, so that a file split or added
 # there needs no edit here.
 srcs_of() {
@@ -45,29 +55,30 @@ srcs_of() {
     sed -n 's|^//\([^:]*\):\(.*\.cc\)$|\1/\2|p' | grep -v '_test\.cc$'
 }
 
-build criteo_parser_fuzzer tests/fuzz/criteo_parser_fuzzer.cc \
-  trainer/data/formats.cc
-build criteo_reader_fuzzer tests/fuzz/criteo_reader_fuzzer.cc \
-  trainer/data/criteo_reader.cc trainer/data/formats.cc \
-  trainer/data/holdout.cc -lz
 mapfile -t CONFIG_SRCS < <(srcs_of //common:config)
 [ ${#CONFIG_SRCS[@]} -gt 0 ] || { echo "FAIL: bazel query found no config sources"; exit 1; }
-build config_fuzzer tests/fuzz/config_fuzzer.cc "${CONFIG_SRCS[@]}" \
+mapfile -t PSERVER_SRCS < <(srcs_of //pserver:pserver)
+[ ${#PSERVER_SRCS[@]} -gt 0 ] || { echo "FAIL: bazel query found no pserver sources"; exit 1; }
+build_bg criteo_parser_fuzzer tests/fuzz/criteo_parser_fuzzer.cc \
+  trainer/data/formats.cc
+build_bg criteo_reader_fuzzer tests/fuzz/criteo_reader_fuzzer.cc \
+  trainer/data/criteo_reader.cc trainer/data/formats.cc \
+  trainer/data/holdout.cc -lz
+build_bg config_fuzzer tests/fuzz/config_fuzzer.cc "${CONFIG_SRCS[@]}" \
   "$GEN/proto/job.pb.cc" -lyaml-cpp -lprotobuf
 # The handler every Predict call runs, on an in-memory model.
-build predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
+build_bg predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
   trainer/scoring.cc trainer/data/formats.cc trainer/model/ctr_model.cc \
   trainer/model/layers.cc trainer/model/gpu_mlp_unavailable.cc common/log.cc \
   common/fork_join.cc common/thread_priority.cc \
   "$GEN/proto/serving.pb.cc" "$GEN/proto/job.pb.cc" \
   "$GEN/proto/model_version.pb.cc" -lprotobuf
-mapfile -t PSERVER_SRCS < <(srcs_of //pserver:pserver)
-[ ${#PSERVER_SRCS[@]} -gt 0 ] || { echo "FAIL: bazel query found no pserver sources"; exit 1; }
-build rpc_fuzzer tests/fuzz/rpc_fuzzer.cc "${PSERVER_SRCS[@]}" \
+build_bg rpc_fuzzer tests/fuzz/rpc_fuzzer.cc "${PSERVER_SRCS[@]}" \
   "$GEN/proto/ps.pb.cc" "$GEN/proto/ps.grpc.pb.cc" "$GEN/proto/job.pb.cc" \
   -lgrpc++ -lgrpc -lgpr -lprotobuf -lrocksdb -levent_core -levent_extra \
   -levent_openssl -lssl -lcrypto \
   -lprometheus-cpp-core -lz
+built
 
 # Seeds: hand-written lines, the example configs, a few requests.
 seeds=$(mktemp -d)
