@@ -1,6 +1,7 @@
 #include "cli/restart_policy.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +127,7 @@ TEST_F(RestartPolicyTest, HybridTrainersRestartTogetherAsANewGeneration) {
   alive.pid = fork();  // a live rank the regroup must stop
   ASSERT_GE(alive.pid, 0);
   if (alive.pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives a failed test
     pause();
     _exit(0);
   }
