@@ -215,6 +215,10 @@ RunResult RunAsyncOpenLoop(const BenchOptions& o, const Servers& servers,
           uint64_t* examples, uint64_t* errors) {
         OpenLoopCalls calls =
             RunOpenLoop(stubs, requests, rate, from, to, 1, o.client_nice);
+        if (o.client_nice != 0 && CurrentThreadNice() != o.client_nice) {
+          std::fprintf(stderr, "warning: --client_nice=%d not applied\n",
+                       o.client_nice);
+        }
         if (!calls.first_error.empty()) {
           std::fprintf(stderr, "Predict failed: %s\n",
                        calls.first_error.c_str());
