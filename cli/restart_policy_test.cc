@@ -48,6 +48,17 @@ class RestartPolicyTest : public ::testing::Test {
     return children_.back();
   }
 
+  // A server child that exited with `status`, its port file holding `port`
+  // (0: none reported yet).
+  Child& AddServer(const std::string& name, int restarts_left, int status,
+                   int port) {
+    Child& c = Add(name, false, restarts_left);
+    c.port_file = absl::StrCat(dir_, "/", name, ".port");
+    if (port != 0) std::ofstream(c.port_file) << port;
+    c.status = status;
+    return c;
+  }
+
   RestartPolicy Policy() {
     return RestartPolicy(config_, &outages_, [this](Child& c) {
       relaunched_.push_back(
@@ -64,10 +75,7 @@ class RestartPolicyTest : public ::testing::Test {
 
 TEST_F(RestartPolicyTest, PserverComesBackOnANewPortWhileRestartsLast) {
   RestartPolicy policy = Policy();
-  Child& p = Add("pserver-0", false, 1);
-  p.port_file = dir_ + "/pserver-0.port";
-  std::ofstream(p.port_file) << 1234;
-  p.status = kKilled;
+  Child& p = AddServer("pserver-0", 1, kKilled, 1234);
   ASSERT_TRUE(policy.Restart(p, children_));
   ASSERT_EQ(relaunched_.size(), 1u);
   EXPECT_NE(relaunched_[0].find("--port=0"), std::string::npos);
@@ -80,19 +88,14 @@ TEST_F(RestartPolicyTest, PserverComesBackOnANewPortWhileRestartsLast) {
 
 TEST_F(RestartPolicyTest, CoordinatorAndServingKeepTheirPorts) {
   RestartPolicy policy = Policy();
-  Child& coordinator = Add("coordinator", false, 2);
-  coordinator.port_file = dir_ + "/coordinator.port";
-  std::ofstream(coordinator.port_file) << 4321;
-  coordinator.status = kExit1;
+  Child& coordinator = AddServer("coordinator", 2, kExit1, 4321);
   ASSERT_TRUE(policy.Restart(coordinator, children_));
   EXPECT_NE(relaunched_.back().find("--port=4321"), std::string::npos);
   EXPECT_EQ(policy.counts().coordinator, 1);
   EXPECT_TRUE(outages_.out());  // the outage runs from its death
 
   // Serving without a port reported yet: nothing to come back on.
-  Child& serve = Add("serve", false, 2);
-  serve.port_file = dir_ + "/serve.port";
-  serve.status = kKilled;
+  Child& serve = AddServer("serve", 2, kKilled, 0);
   EXPECT_FALSE(policy.Restart(serve, children_));
   std::ofstream(serve.port_file) << 5555;
   ASSERT_TRUE(policy.Restart(serve, children_));
