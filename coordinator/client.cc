@@ -36,15 +36,18 @@ grpc::Status Fenced(std::atomic<uint64_t>* newest, grpc::ClientContext* context,
 }
 
 // Runs `attempt(context)` until it succeeds, fails with anything but
-// UNAVAILABLE, or `budget` has passed: a coordinator that is restarting
-// (`sampan run` brings a dead one back on its port) is waited for. Each
-// attempt waits for the channel to connect (wait_for_ready) and gets the
-// budget's remainder, at most `per_attempt`, as its deadline. The calls
-// retried are those a second arrival makes no different: registration
-// (a new incarnation), barrier arrivals (a set of indices), key-value
-// puts and gets. When the budget runs out, the last answer that said why
-// (UNAVAILABLE with a reason) is returned rather than the final attempt's
-// deadline.
+// UNAVAILABLE or an attempt's own deadline, or `budget` has passed: a
+// coordinator that is restarting (`sampan run` brings a dead one back on
+// its port) or stalled (stopped, swapping, paused by its node) is waited
+// for. Each attempt waits for the channel to connect (wait_for_ready) and
+// gets the budget's remainder, at most `per_attempt`, as its deadline; an
+// attempt that hits that deadline with budget left is sent again, since a
+// stalled coordinator keeps its connections open and never answers. The
+// calls retried are those a second arrival makes no different:
+// registration (a new incarnation), barrier arrivals (a set of indices),
+// key-value puts and gets. When the budget runs out, the last answer that
+// said why (UNAVAILABLE with a reason) is returned rather than the final
+// attempt's deadline.
 template <typename Attempt>
 grpc::Status WithRetries(std::atomic<uint64_t>* newest, absl::Duration budget,
                          absl::Duration per_attempt, Attempt attempt) {
@@ -57,13 +60,14 @@ grpc::Status WithRetries(std::atomic<uint64_t>* newest, absl::Duration budget,
     context.set_deadline(
         absl::ToChronoTime(std::min(give_up, absl::Now() + per_attempt)));
     grpc::Status s = Fenced(newest, &context, attempt);
-    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
-        absl::Now() >= give_up && !why.ok()) {
-      return why;
+    const bool timed_out =
+        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (timed_out && absl::Now() >= give_up) return why.ok() ? s : why;
+    if (!timed_out && s.error_code() != grpc::StatusCode::UNAVAILABLE) {
+      return s;
     }
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return s;
-    why = s;
-    if (!backoff.Wait()) return s;
+    if (!timed_out) why = s;
+    if (!backoff.Wait()) return why.ok() ? s : why;
   }
 }
 

@@ -2,9 +2,10 @@
 //
 // Thread-safe (gRPC stubs are). Waits (cluster spec, barriers, keys) are
 // bounded by `wait_timeout`, every other call by `rpc_deadline`. Register,
-// Barrier, KvPut and KvGet ride out a coordinator that is down or
-// restarting: they wait for it and retry UNAVAILABLE within wait_timeout
-// (an arrival or a put made twice is the same as once). Heartbeats, shard
+// Barrier, KvPut and KvGet ride out a coordinator that is down, restarting
+// or stalled: they wait for it and retry UNAVAILABLE, and an attempt that
+// ran out its rpc_deadline, within wait_timeout (an arrival or a put made
+// twice is the same as once). Heartbeats, shard
 // map fetches, job status and checkpoint arrivals are tried once: their
 // callers try again on their own schedule or abandon the round.
 //
