@@ -9,8 +9,12 @@
 // every row with its embedding), so both paths move the same rows with their
 // full state. Reps alternate move and peer; medians are printed.
 //
+// --other_rows=N adds N rows of the other shards to both tables (a target
+// pserver serves shards of its own): a move should cost what the moved
+// shard holds, not what the tables hold. The peer then copies them too.
+//
 //   shard_move_bench [--backend=memory|rocksdb] [--rows=1500000] [--reps=3]
-//                    [--dir=/tmp/shard_move_bench]
+//                    [--other_rows=0] [--dir=/tmp/shard_move_bench]
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -83,6 +87,25 @@ std::chrono::system_clock::time_point In(int seconds) {
   return std::chrono::system_clock::now() + std::chrono::seconds(seconds);
 }
 
+// Creates the rows of `keys` by pushes of 4,096 keys; false on an error.
+bool Fill(SparseTable* table, const std::vector<uint64_t>& keys,
+          uint64_t writer) {
+  const uint32_t pd = table->pull_dim();
+  std::vector<float> grads(4096 * pd, 0.01f), shows(4096, 1), clicks(4096, 0);
+  uint64_t seq = 0;
+  for (size_t at = 0; at < keys.size(); at += 4096) {
+    PushBatch b;
+    b.keys = absl::MakeConstSpan(keys).subspan(at, 4096);
+    b.grads = grads.data();
+    b.shows = shows.data();
+    b.clicks = clicks.data();
+    b.writer_id = writer;
+    b.sequence = ++seq;
+    if (!table->Push(b).ok()) return false;
+  }
+  return table->Flush().ok();
+}
+
 bool Check(const grpc::Status& s, const char* what) {
   if (!s.ok())
     std::fprintf(stderr, "%s: %s\n", what, s.error_message().c_str());
@@ -120,7 +143,8 @@ double Median(std::vector<double> v) {
 }
 
 int Run(int argc, char** argv) {
-  auto flags = Flags::Parse(argc, argv, 1, {"backend", "rows", "reps", "dir"});
+  auto flags = Flags::Parse(argc, argv, 1,
+                            {"backend", "rows", "reps", "dir", "other_rows"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;
@@ -129,6 +153,7 @@ int Run(int argc, char** argv) {
   const Backend backend = rocks ? Backend::kRocksDb : Backend::kMemory;
   const uint64_t rows = *flags->GetInt("rows", 1500000);
   const int reps = *flags->GetInt("reps", 3);
+  const uint64_t other_rows = *flags->GetInt("other_rows", 0);
   const std::string root = flags->Get("dir", "/tmp/shard_move_bench");
   std::filesystem::remove_all(root);
   std::filesystem::create_directories(root);
@@ -139,30 +164,22 @@ int Run(int argc, char** argv) {
   // The pserver will own it; the bench keeps a pointer for the peer's
   // snapshot (taken while the shard is frozen: nothing writes meanwhile).
   SparseTable* table = source->get();
-  // Rows by pushes: batches of 4,096 keys of shard 0.
-  const uint32_t pd = table->pull_dim();
-  std::vector<uint64_t> keys;
-  for (uint64_t k = 1; keys.size() < rows; ++k) {
-    if (ShardOf(k, kShards) == 0) keys.push_back(k);
+  // Rows by pushes: batches of 4,096 keys of shard 0, then of the others.
+  std::vector<uint64_t> keys, others;
+  for (uint64_t k = 1; keys.size() < rows || others.size() < other_rows; ++k) {
+    std::vector<uint64_t>& to = ShardOf(k, kShards) == 0 ? keys : others;
+    if (to.size() < (&to == &keys ? rows : other_rows)) to.push_back(k);
   }
-  std::vector<float> grads(4096 * pd, 0.01f), shows(4096, 1), clicks(4096, 0);
   const absl::Time fill = absl::Now();
-  uint64_t seq = 0;
-  for (size_t at = 0; at < keys.size(); at += 4096) {
-    PushBatch b;
-    b.keys = absl::MakeConstSpan(keys).subspan(at, 4096);
-    b.grads = grads.data();
-    b.shows = shows.data();
-    b.clicks = clicks.data();
-    b.writer_id = 1;
-    b.sequence = ++seq;
-    if (!table->Push(b).ok()) return 1;
+  if (!Fill(table, keys, 1) || !Fill(table, others, 2) ||
+      !Fill(target->get(), others, 2)) {
+    return 1;
   }
-  if (!table->Flush().ok()) return 1;
-  std::printf("%s: filled %zu rows by %llu pushes in %.1f s\n",
-              rocks ? "rocksdb" : "memory", keys.size(),
-              static_cast<unsigned long long>(seq),
-              absl::ToDoubleSeconds(absl::Now() - fill));
+  std::printf(
+      "%s: filled %zu rows of shard 0 and %zu of the others in "
+      "%.1f s\n",
+      rocks ? "rocksdb" : "memory", keys.size(), others.size(),
+      absl::ToDoubleSeconds(absl::Now() - fill));
 
   auto a = Serve(std::move(*source), 0, {0, 1, 2, 3}, !rocks);
   auto b = Serve(std::move(*target), 1, {1, 2, 3}, !rocks);

@@ -65,7 +65,13 @@ namespace fs = std::filesystem;
 // "member <identity>" line per chain member applied, base first. Written in
 // the same batch as the rows it describes.
 constexpr char kMetaKey[] = "m";
-constexpr char kMetaHeader[] = "sampan-serving-store 1";
+// Version 2: rows under RowKey(0, key) (sparse_table's shard-prefixed key,
+// with the store as one range). A family of version 1 is not adopted: the
+// base is loaded afresh.
+constexpr char kMetaHeader[] = "sampan-serving-store 2";
+// The store is not split by shard: one key range, so that keys sorted
+// ascending are in their row keys' order.
+constexpr uint32_t kOneRange = 1;
 
 // Rows of a base part read at a time (~5 MB of dim-16 rows).
 constexpr size_t kLoadChunkRows = 1 << 16;
@@ -118,7 +124,7 @@ class View final : public RowSource {
     size_t bad = 0;
     const size_t bytes = size_t(row_dim_) * sizeof(float);
     absl::Status s = MultiGetRows(
-        family_->db->db.get(), ro, family_->cf, sorted,
+        family_->db->db.get(), ro, family_->cf, kOneRange, sorted,
         [&](size_t j, absl::string_view value) {
           if (value.size() != bytes) {
             ++bad;
@@ -426,7 +432,8 @@ absl::Status VersionStore::LoadBase(const ChainMember& base,
         if (AllZeros(row, d) || (options_.keep && !options_.keep(key))) {
           continue;
         }
-        rs = writer.Put(RowKey(key), RowValue(row, d, base.version.version()));
+        rs = writer.Put(RowKey(0, key),
+                        RowValue(row, d, base.version.version()));
         ++written;
       }
     }
@@ -482,9 +489,9 @@ absl::Status VersionStore::ApplyDelta(const ChainMember& delta,
       changed.push_back(key);
       const float* row = rows->rows.data() + i * d;
       if (AllZeros(row, d)) {
-        batch.Delete(family_->cf, RowKey(key));
+        batch.Delete(family_->cf, RowKey(0, key));
       } else {
-        batch.Put(family_->cf, RowKey(key),
+        batch.Put(family_->cf, RowKey(0, key),
                   RowValue(row, d, delta.version.version()));
       }
     }

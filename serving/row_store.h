@@ -5,7 +5,7 @@
 // Layout: one database in `dir`. A base is loaded aside into a column family
 // of its own, one SST file per part (SstFileWriter + IngestExternalFile, no
 // Put per row); each delta after it is applied to that column family as one
-// WriteBatch. Keys and values are sparse_table's (RowKey(key) -> the row's
+// WriteBatch. Keys and values are sparse_table's (RowKey(0, key) -> the row's
 // floats and a 4-byte trailer, here the version that wrote it), and so are
 // the column family options (RowColumnFamilyOptions: Bloom filters, no
 // compression) and the chunked MultiGet. Each family records which chain

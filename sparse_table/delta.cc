@@ -57,18 +57,20 @@ absl::Status RowStore::WriteDelta(const std::string& path, DeltaToken token) {
       uint64_t seq;
       std::memcpy(&seq, v.data(), 8);
       (*w)->Sequence(BeKey(k, 5, 8), uint32_t(BeKey(k, 1, 4)), seq);
-    } else if (k[0] == 'r' && v.size() >= 4 &&
+    } else if (k[0] == 's' && k.size() == 13 && v.size() >= 4 &&
                Le32(v, v.size() - 4) == token.epoch) {
-      (*w)->Row(BeKey(k, 1, 8), reinterpret_cast<const float*>(v.data()),
+      (*w)->Row(BeKey(k, 5, 8), reinterpret_cast<const float*>(v.data()),
                 (v.size() - 4) / sizeof(float));
-    } else if (k[0] == 'x' && Le32(v, 0) == token.epoch) {
+    } else if (k[0] == 'x' && k.size() == 9 && Le32(v, 0) == token.epoch) {
       // Re-created after the shrink? Then the row record above wins: a
       // deletion is written only when the row is absent.
-      std::string row_key = k.ToString();
-      row_key[0] = 'r';
+      const uint64_t key = BeKey(k, 1, 8);
       std::string ignored;
-      if (!db()->Get(ro, cf_, row_key, &ignored).IsNotFound()) continue;
-      (*w)->Deleted(BeKey(k, 1, 8));
+      if (!db()->Get(ro, cf_, RowKeyOf(key, options_.num_shards), &ignored)
+               .IsNotFound()) {
+        continue;
+      }
+      (*w)->Deleted(key);
     }
   }
   absl::Status st = !w.ok() ? w.status()
@@ -103,9 +105,10 @@ absl::Status RowStore::ApplyDelta(const std::string& path) {
                         rec.floats.size() * sizeof(float));
       const uint32_t e = epoch;
       value.append(reinterpret_cast<const char*>(&e), 4);
-      puts.emplace_back(EncodeKey('r', rec.key, 8), std::move(value));
+      puts.emplace_back(RowKeyOf(rec.key, options_.num_shards),
+                        std::move(value));
     } else if (rec.type == kDeltaDeleted) {
-      deletes.push_back(EncodeKey('r', rec.key, 8));
+      deletes.push_back(RowKeyOf(rec.key, options_.num_shards));
     } else {
       puts.emplace_back(
           EncodeKey('q', rec.shard, 4) + EncodeKey('q', rec.key, 8).substr(1),
@@ -129,7 +132,7 @@ absl::Status RowStore::Ingest(
     std::string value(reinterpret_cast<const char*>(floats.data()),
                       floats.size() * sizeof(float));
     value.append(reinterpret_cast<const char*>(&e), 4);
-    puts.emplace_back(EncodeKey('r', key, 8), std::move(value));
+    puts.emplace_back(RowKeyOf(key, options_.num_shards), std::move(value));
   }
   return IngestSst(puts, {});
 }

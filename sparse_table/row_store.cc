@@ -64,10 +64,20 @@ uint64_t GetBe(const char* p, int bytes) {
 
 }  // namespace
 
-std::string RowKey(uint64_t key) {
-  std::string k(1, 'r');
+std::string RowKey(uint32_t shard, uint64_t key) {
+  std::string k(1, 's');
+  k.reserve(13);
+  PutBe(&k, shard, 4);
   PutBe(&k, key, 8);
   return k;
+}
+
+std::string RowKeyOf(uint64_t key, uint32_t num_shards) {
+  return RowKey(ShardOf(key, num_shards), key);
+}
+
+uint64_t KeyOfRowKey(absl::string_view row_key) {
+  return GetBe(row_key.data() + 5, 8);
 }
 
 rocksdb::ColumnFamilyOptions RowColumnFamilyOptions(
@@ -107,7 +117,8 @@ rocksdb::ColumnFamilyOptions RowColumnFamilyOptions(
 // pin at most 1 MiB and still fill RocksDB's internal batches of 32.
 absl::Status MultiGetRows(
     rocksdb::DB* db, const rocksdb::ReadOptions& ro,
-    rocksdb::ColumnFamilyHandle* cf, absl::Span<const uint64_t> keys,
+    rocksdb::ColumnFamilyHandle* cf, uint32_t num_shards,
+    absl::Span<const uint64_t> keys,
     const std::function<void(size_t, absl::string_view)>& fn, bool sorted) {
   constexpr size_t kChunk = 256;
   std::string encoded[kChunk];
@@ -117,7 +128,7 @@ absl::Status MultiGetRows(
   for (size_t at = 0; at < keys.size(); at += kChunk) {
     const size_t n = std::min(kChunk, keys.size() - at);
     for (size_t i = 0; i < n; ++i) {
-      encoded[i] = RowKey(keys[at + i]);
+      encoded[i] = RowKeyOf(keys[at + i], num_shards);
       slices[i] = encoded[i];
     }
     db->MultiGet(ro, cf, n, slices, found, statuses, sorted);
@@ -240,6 +251,7 @@ absl::StatusOr<std::unique_ptr<RowStore>> RowStore::Open(
     store->epoch_ = e;
   }
   if (absl::Status st = store->CheckLayout(); !st.ok()) return st;
+  if (absl::Status st = store->PrefixOldRows(); !st.ok()) return st;
   return store;
 }
 
@@ -254,21 +266,47 @@ absl::Status RowStore::CheckLayout() {
     }
     uint32_t code;
     std::memcpy(&code, value.data(), 4);
-    return CheckRowLayout(options_, code, dir_);
-  }
-  if (!s.IsNotFound()) return FromRocks(s, "read row layout in " + dir_);
-  // A new table, or one from before layouts were recorded: FP32 rows.
-  std::unique_ptr<rocksdb::Iterator> it(
-      db()->NewIterator(rocksdb::ReadOptions(), cf_));
-  it->Seek("r");
-  if (it->Valid() && it->key().starts_with("r")) {
-    if (absl::Status st = CheckRowLayout(options_, 0, dir_); !st.ok()) {
+    if (absl::Status st = CheckRowLayout(options_, code, dir_); !st.ok()) {
       return st;
     }
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read row layout in " + dir_);
+  } else {
+    // A new table, or one from before layouts were recorded: FP32 rows.
+    std::unique_ptr<rocksdb::Iterator> it(
+        db()->NewIterator(rocksdb::ReadOptions(), cf_));
+    it->Seek("r");
+    const bool old_rows = it->Valid() && it->key().starts_with("r");
+    it->Seek("s");
+    if (old_rows || (it->Valid() && it->key().starts_with("s"))) {
+      if (absl::Status st = CheckRowLayout(options_, 0, dir_); !st.ok()) {
+        return st;
+      }
+    }
   }
-  it.reset();
+  // The shard count: rows are found under their shard's prefix, so a table
+  // opened with another count would miss every row it holds.
+  const rocksdb::Status n = db()->Get(rocksdb::ReadOptions(), cf_, "n", &value);
+  if (n.ok()) {
+    uint32_t shards = 0;
+    if (value.size() == 4) std::memcpy(&shards, value.data(), 4);
+    if (shards != options_.num_shards) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir_, ": table '", options_.table_name, "' was written with ", shards,
+          " shards, not ", options_.num_shards,
+          " (table.num_shards is fixed for a table's life)"));
+    }
+    if (s.ok()) return absl::OkStatus();
+  } else if (!n.IsNotFound()) {
+    return FromRocks(n, "read shard count in " + dir_);
+  }
   rocksdb::WriteBatch wb;
-  wb.Put(cf_, "m", rocksdb::Slice(reinterpret_cast<const char*>(&layout_), 4));
+  if (!s.ok()) {
+    wb.Put(cf_, "m",
+           rocksdb::Slice(reinterpret_cast<const char*>(&layout_), 4));
+  }
+  const uint32_t shards = options_.num_shards;
+  wb.Put(cf_, "n", rocksdb::Slice(reinterpret_cast<const char*>(&shards), 4));
   return Write(&wb, /*sync=*/true);
 }
 
@@ -300,14 +338,15 @@ rocksdb::DB* RowStore::db() const { return shared_->db.get(); }
 absl::Status RowStore::MultiGet(absl::Span<const uint64_t> keys,
                                 std::vector<std::string>* values) {
   values->assign(keys.size(), std::string());
-  return MultiGetRows(db(), row_reads_, cf_, keys,
+  return MultiGetRows(db(), row_reads_, cf_, options_.num_shards, keys,
                       [values](size_t i, absl::string_view value) {
                         (*values)[i].assign(value.data(), value.size());
                       });
 }
 
 absl::StatusOr<bool> RowStore::Get(uint64_t key, std::string* value) {
-  rocksdb::Status s = db()->Get(row_reads_, cf_, RowKey(key), value);
+  rocksdb::Status s =
+      db()->Get(row_reads_, cf_, RowKeyOf(key, options_.num_shards), value);
   if (s.IsNotFound()) return false;
   if (!s.ok()) return FromRocks(s, "Get");
   if (value->size() < 4) return absl::DataLossError("short row");
@@ -322,7 +361,7 @@ void RowStore::PutRow(rocksdb::WriteBatch* batch, uint64_t key,
       rocksdb::Slice(reinterpret_cast<const char*>(row),
                      size_t{floats} * sizeof(float)),
       rocksdb::Slice(reinterpret_cast<const char*>(&epoch), 4)};
-  const std::string k = RowKey(key);
+  const std::string k = RowKeyOf(key, options_.num_shards);
   rocksdb::Slice key_slice(k);
   batch->Put(cf_, rocksdb::SliceParts(&key_slice, 1),
              rocksdb::SliceParts(parts, 2));
@@ -330,9 +369,9 @@ void RowStore::PutRow(rocksdb::WriteBatch* batch, uint64_t key,
 
 // The tombstone lets the next delta carry the deletion.
 void RowStore::DeleteRow(rocksdb::WriteBatch* batch, uint64_t key) {
-  batch->Delete(cf_, RowKey(key));
-  std::string k = RowKey(key);
-  k[0] = 'x';
+  batch->Delete(cf_, RowKeyOf(key, options_.num_shards));
+  std::string k(1, 'x');
+  PutBe(&k, key, 8);
   const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   batch->Put(cf_, k, rocksdb::Slice(reinterpret_cast<const char*>(&epoch), 4));
 }
@@ -368,15 +407,20 @@ absl::Status RowStore::FlushMemtable() {
 
 absl::Status RowStore::IngestRound(SstRound* round) {
   if (round->lsns.empty() && round->rows.empty()) return absl::OkStatus();
-  // 'l' < 'q' < 'r': cuts, then sequences, then rows, each in key order.
+  // 'l' < 'q' < 's': cuts, then sequences, then rows, each in key order.
   std::sort(round->lsns.begin(), round->lsns.end());
   std::sort(round->sequences.begin(), round->sequences.end(),
             [](const SstRound::Sequence& a, const SstRound::Sequence& b) {
               return a.shard != b.shard ? a.shard < b.shard
                                         : a.writer < b.writer;
             });
+  const uint32_t shards = options_.num_shards;
   std::sort(round->rows.begin(), round->rows.end(),
-            [](const RowRef& a, const RowRef& b) { return a.key < b.key; });
+            [shards](const RowRef& a, const RowRef& b) {
+              const uint32_t sa = ShardOf(a.key, shards);
+              const uint32_t sb = ShardOf(b.key, shards);
+              return sa != sb ? sa < sb : a.key < b.key;
+            });
   const std::string path = TempSstPath();
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options_, cf_);
   rocksdb::Status s = writer.Open(path);
@@ -398,7 +442,7 @@ absl::Status RowStore::IngestRound(SstRound* round) {
   const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   for (size_t i = 0; s.ok() && i < round->rows.size(); ++i) {
     const RowRef& r = round->rows[i];
-    k = RowKey(r.key);
+    k = RowKeyOf(r.key, shards);
     v.assign(reinterpret_cast<const char*>(r.row),
              size_t{r.floats} * sizeof(float));
     v.append(reinterpret_cast<const char*>(&epoch), 4);
@@ -465,11 +509,12 @@ absl::Status RowStore::RewriteRows(
   rocksdb::WriteBatch batch;
   std::vector<float> row;
   absl::Status st;
-  for (it->Seek("r"); st.ok() && it->Valid() && it->key().starts_with("r");
+  for (it->Seek("s"); st.ok() && it->Valid() && it->key().starts_with("s");
        it->Next()) {
     row.resize((it->value().size() - 4) / sizeof(float));
     std::memcpy(row.data(), it->value().data(), row.size() * sizeof(float));
-    fn(GetBe(it->key().data() + 1, 8), row.data(), row.size(), &batch);
+    fn(KeyOfRowKey(absl::string_view(it->key().data(), it->key().size())),
+       row.data(), row.size(), &batch);
     if (batch.Count() >= 4096) {
       st = Write(&batch);
       batch.Clear();
@@ -488,61 +533,6 @@ absl::Status RowStore::Write(rocksdb::WriteBatch* batch, bool sync) {
   rocksdb::WriteOptions wo;
   wo.sync = sync;
   return FromRocks(db()->Write(wo, batch), "Write");
-}
-
-absl::Status RowStore::ForEachRowOfShard(
-    uint32_t shard, uint32_t num_shards,
-    const std::function<absl::Status(uint64_t, const float*, uint32_t)>& fn) {
-  rocksdb::ReadOptions ro;
-  ro.fill_cache = false;  // one pass over every row: keep the cache's rows
-  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
-  std::vector<float> row;
-  for (it->Seek("r"); it->Valid() && it->key().starts_with("r"); it->Next()) {
-    const uint64_t key = GetBe(it->key().data() + 1, 8);
-    if (ShardOf(key, num_shards) != shard) continue;
-    if (it->key().size() != 9 || it->value().size() < 4 ||
-        (it->value().size() - 4) % sizeof(float) != 0) {
-      return absl::DataLossError(absl::StrCat("malformed row record of key ",
-                                              key, " (value ",
-                                              it->value().size(), " bytes)"));
-    }
-    row.resize((it->value().size() - 4) / sizeof(float));
-    std::memcpy(row.data(), it->value().data(), row.size() * sizeof(float));
-    if (absl::Status st = fn(key, row.data(), row.size()); !st.ok()) return st;
-  }
-  return FromRocks(it->status(), "scan rows");
-}
-
-absl::StatusOr<uint64_t> RowStore::DeleteShard(uint32_t shard,
-                                               uint32_t num_shards) {
-  rocksdb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
-  rocksdb::WriteBatch batch;
-  uint64_t deleted = 0;
-  // The shard's sequences: 'q' + BE32 shard + writer.
-  std::string prefix(1, 'q');
-  PutBe(&prefix, shard, 4);
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
-       it->Next()) {
-    batch.Delete(cf_, it->key());
-  }
-  for (it->Seek("r"); it->Valid() && it->key().starts_with("r"); it->Next()) {
-    if (ShardOf(GetBe(it->key().data() + 1, 8), num_shards) != shard) continue;
-    batch.Delete(cf_, it->key());
-    ++deleted;
-    if (batch.Count() >= 4096) {
-      if (absl::Status st = Write(&batch, false); !st.ok()) return st;
-      batch.Clear();
-    }
-  }
-  if (absl::Status st = FromRocks(it->status(), "scan rows"); !st.ok()) {
-    return st;
-  }
-  if (batch.Count() > 0) {
-    if (absl::Status st = Write(&batch, false); !st.ok()) return st;
-  }
-  return deleted;
 }
 
 absl::Status RowStore::PutEpoch(uint32_t epoch) {

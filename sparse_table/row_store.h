@@ -3,16 +3,24 @@
 //
 //   'e'                              -> current epoch (LE32)
 //   'q' + BE32 shard + BE64 writer   -> last applied push sequence (LE64)
-//   'r' + big-endian key             -> the row's stored floats (accessor
+//   's' + BE32 shard + BE64 key      -> the row's stored floats (accessor
 //                                       layout, little-endian float32)
 //                                       followed by the LE32 epoch it was
 //                                       last written in
 //   'x' + big-endian key             -> LE32 epoch a shrink deleted it in
 //   'm'                              -> the rows' layout (LE32
 //                                       RowLayoutCode, accessor.h)
+//   'n'                              -> the table's number of shards (LE32),
+//                                       fixed for its life
 //   'l' + BE32 shard                 -> redo log mode: the LSN of the last
 //                                       log record the shard's stored rows
 //                                       and sequences include (LE64)
+//
+// A shard's rows are one key range (shard = ShardOf(key, num_shards)), so a
+// shard move reads and deletes that range, not the whole table. Tables
+// written before rows were prefixed by shard ('r' + BE64 key) are rewritten
+// so when they are opened (RowStore::Open; a crash midway leaves the old
+// rows, and the next open rewrites again).
 //
 // Epochs order snapshots: every snapshot (full or delta) ends an epoch, so
 // a delta holds the rows and deletions stamped with the epoch it ends.
@@ -56,7 +64,8 @@
 
 namespace rocksdb {
 class Cache;
-}
+class SstFileWriter;
+}  // namespace rocksdb
 
 namespace sampan {
 
@@ -66,8 +75,13 @@ struct SharedDb;
 // copy of rows that keeps the same key encoding and budget rules
 // (serving/row_store.h).
 //
-// 'r' + big-endian key: a row's RocksDB key (orders as the keys do).
-std::string RowKey(uint64_t key);
+// 's' + BE32 shard + BE64 key: a row's RocksDB key (orders by shard, then
+// by key). A store that is not split by shard (serving's) passes shard 0.
+std::string RowKey(uint32_t shard, uint64_t key);
+// The key of row `key` of a table of `num_shards` shards.
+std::string RowKeyOf(uint64_t key, uint32_t num_shards);
+// The row key's table key; `row_key` is 13 bytes.
+uint64_t KeyOfRowKey(absl::string_view row_key);
 // The options of a column family of rows under `o`'s memory budget
 // (TableOptions::hot_tier_bytes: two memtables of an eighth of it each;
 // block_cache_bytes for the block cache), with Bloom filters and without
@@ -76,14 +90,16 @@ std::string RowKey(uint64_t key);
 rocksdb::ColumnFamilyOptions RowColumnFamilyOptions(
     const TableOptions& o,
     std::shared_ptr<rocksdb::Cache> block_cache = nullptr);
-// Reads the rows of `keys` from `cf` in chunks (few data blocks pinned at a
-// time) and calls fn(i, value) for each key found, value being its stored
-// floats without the 4-byte trailer that follows them. `sorted`: the keys
-// are ascending (RocksDB then skips sorting each chunk). DataLoss for a
+// Reads the rows of `keys` (of a table of `num_shards` shards) from `cf` in
+// chunks (few data blocks pinned at a time) and calls fn(i, value) for each
+// key found, value being its stored floats without the 4-byte trailer that
+// follows them. `sorted`: the keys are in their row keys' order (ascending,
+// with one shard; RocksDB then skips sorting each chunk). DataLoss for a
 // value shorter than its trailer; RocksDB's errors otherwise.
 absl::Status MultiGetRows(
     rocksdb::DB* db, const rocksdb::ReadOptions& ro,
-    rocksdb::ColumnFamilyHandle* cf, absl::Span<const uint64_t> keys,
+    rocksdb::ColumnFamilyHandle* cf, uint32_t num_shards,
+    absl::Span<const uint64_t> keys,
     const std::function<void(size_t, absl::string_view)>& fn,
     bool sorted = false);
 // A RocksDB status as absl's: IOError -> Unavailable, Corruption -> DataLoss,
@@ -149,19 +165,46 @@ class RowStore {
 
   absl::Status SyncWal();
 
-  // Shard moves (sparse_table.h ExportShard). Rows are keyed by key, not by
-  // shard, so both scan every row of the table once.
+  // Shard moves (sparse_table.h ExportShard). Each reads the shard's key
+  // range only.
   //
-  // Calls fn(key, stored floats, n) for every row of `shard` (ShardOf(key,
-  // num_shards)), in key order, from one consistent view; stops at fn's
-  // first error and returns it.
+  // Calls fn(key, stored floats, n) for every row of `shard`, in key order,
+  // from one consistent view; stops at fn's first error and returns it.
   absl::Status ForEachRowOfShard(
-      uint32_t shard, uint32_t num_shards,
+      uint32_t shard,
       const std::function<absl::Status(uint64_t, const float*, uint32_t)>& fn);
-  // Deletes every row and writer sequence of `shard` in WriteBatches through
-  // the WAL, not synced (a later synced write syncs them). No deletion
-  // marker: the rows move, they are not shrunk. Returns the rows deleted.
-  absl::StatusOr<uint64_t> DeleteShard(uint32_t shard, uint32_t num_shards);
+  // Deletes every row (one range deletion) and writer sequence of `shard` in
+  // one WriteBatch through the WAL, not synced (a later synced write syncs
+  // it). No deletion marker: the rows move, they are not shrunk. Returns the
+  // rows deleted.
+  absl::StatusOr<uint64_t> DeleteShard(uint32_t shard);
+
+  // A shard's rows streamed into SST files and ingested (a shard import):
+  // no write through the WAL and memtable per row. Rows added in ascending
+  // key order go into one file; a key at or below the last one starts
+  // another. Nothing is visible until Ingest, which makes every file added
+  // durable (file and MANIFEST synced). Files not ingested are deleted with
+  // the writer. Not thread-safe; the store outlives it.
+  class ShardFile {
+   public:
+    ~ShardFile();
+    absl::Status Add(uint64_t key, const float* row, uint32_t floats);
+    absl::Status Ingest();
+
+   private:
+    friend class RowStore;
+    ShardFile(RowStore* store, uint32_t shard);
+    absl::Status Finish();
+
+    RowStore* const store_;
+    const uint32_t shard_;
+    std::unique_ptr<rocksdb::SstFileWriter> writer_;  // null: none open
+    std::string path_;
+    std::vector<std::string> finished_;  // paths, oldest first
+    uint64_t last_key_ = 0;
+    std::string key_, value_;
+  };
+  std::unique_ptr<ShardFile> NewShardFile(uint32_t shard);
   // Write with the WAL, synced or not whatever the table's durability.
   absl::Status Write(rocksdb::WriteBatch* batch, bool sync);
 
@@ -194,9 +237,12 @@ class RowStore {
   std::string TempSstPath();
   rocksdb::DB* db() const;
   absl::Status PutEpoch(uint32_t epoch);
-  // Records the table's row layout on first open; FailedPrecondition when
-  // the table holds another ('m').
+  // Records the table's row layout and shard count on first open;
+  // FailedPrecondition when the table holds another ('m', 'n').
   absl::Status CheckLayout();
+  // Rewrites rows keyed without their shard ('r' + key, before shard
+  // prefixes) under their row keys, then deletes them.
+  absl::Status PrefixOldRows();
   absl::Status IngestSst(std::vector<std::pair<std::string, std::string>>& puts,
                          const std::vector<std::string>& deletes);
 

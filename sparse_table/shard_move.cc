@@ -4,12 +4,13 @@
 //
 // Memory backend: the shard's arena is the data; export copies a chunk of
 // rows at a time under the shard lock (pulls interleave), import writes rows
-// into the arena, drop empties it. RocksDB backend: the data is the 'r' rows
-// of the shard in the column family (keyed by key, so each operation scans
-// every row once) plus the 'q' sequences; the hot tier is a cache, emptied
-// for the shard by import and drop. Redo log mode: export first writes the
-// shard's dirty rows back; import and drop write the shard's cut past every
-// logged record, so that recovery replays no older record onto it.
+// into the arena, drop empties it. RocksDB backend: the data is the shard's key
+// range of rows in the column family (row_store.h: 's' + shard + key, so
+// each operation reads that range only) plus the 'q' sequences; the hot tier is
+// a cache, emptied for the shard by import and drop. Redo log mode: export
+// first writes the shard's dirty rows back; import and drop write the shard's
+// cut past every logged record, so that recovery replays no older record onto
+// it.
 
 #include <cstring>
 
@@ -22,8 +23,13 @@ namespace sampan {
 
 class ShardedTable::Import final : public ShardImport {
  public:
-  Import(ShardedTable* table, uint32_t shard) : t_(table), s_(shard) {}
+  Import(ShardedTable* table, uint32_t shard)
+      : t_(table),
+        s_(shard),
+        file_(table->store_ == nullptr ? nullptr
+                                       : table->store_->NewShardFile(shard)) {}
   ~Import() override {
+    file_.reset();  // its files, never ingested
     if (committed_) return;
     absl::StatusOr<uint64_t> emptied = t_->EmptyShard(s_, false);
     if (!emptied.ok()) {
@@ -35,7 +41,7 @@ class ShardedTable::Import final : public ShardImport {
 
   absl::Status Add(const ShardChunk& chunk) override {
     if (absl::Status st = Usable(); !st.ok()) return st;
-    absl::Status st = t_->AddImported(s_, chunk);
+    absl::Status st = t_->AddImported(s_, chunk, file_.get());
     if (!st.ok()) {
       failed_ = true;
       return st;
@@ -50,7 +56,7 @@ class ShardedTable::Import final : public ShardImport {
 
   absl::Status Commit() override {
     if (absl::Status st = Usable(); !st.ok()) return st;
-    absl::Status st = t_->CommitImport(s_, sequences_);
+    absl::Status st = t_->CommitImport(s_, sequences_, file_.get());
     if (!st.ok()) {
       failed_ = true;
       return st;
@@ -79,6 +85,7 @@ class ShardedTable::Import final : public ShardImport {
   bool failed_ = false, committed_ = false;
   uint64_t rows_ = 0;
   absl::flat_hash_map<uint64_t, uint64_t> sequences_;
+  std::unique_ptr<RowStore::ShardFile> file_;  // RocksDB tables only
 };
 
 absl::Status ShardedTable::CheckShard(const char* op, uint32_t shard) const {
@@ -138,7 +145,7 @@ absl::Status ShardedTable::ExportFromStore(
   ShardChunk chunk;
   std::vector<float> scratch(stride_);
   absl::Status st = store_->ForEachRowOfShard(
-      s, o_.num_shards, [&](uint64_t key, const float* row, uint32_t n) {
+      s, [&](uint64_t key, const float* row, uint32_t n) {
         if (!acc_.Load(row, n, scratch.data())) {
           return absl::DataLossError(
               absl::StrCat("ExportShard: stored row of key ", key, " has ", n,
@@ -191,7 +198,7 @@ absl::StatusOr<uint64_t> ShardedTable::EmptyShard(uint32_t s, bool sync) {
     sh.last_sequence.clear();
   }
   if (store_ == nullptr) return rows;
-  absl::StatusOr<uint64_t> deleted = store_->DeleteShard(s, o_.num_shards);
+  absl::StatusOr<uint64_t> deleted = store_->DeleteShard(s);
   if (!deleted.ok()) return deleted.status();
   rocksdb::WriteBatch wb;
   absl::StatusOr<uint64_t> cut = CutPastLog(s, &wb);
@@ -221,7 +228,8 @@ absl::Status ShardedTable::WriteDurably(rocksdb::WriteBatch* wb, bool sync) {
 }
 
 // Checks the whole chunk before adding any of it.
-absl::Status ShardedTable::AddImported(uint32_t s, const ShardChunk& chunk) {
+absl::Status ShardedTable::AddImported(uint32_t s, const ShardChunk& chunk,
+                                       RowStore::ShardFile* file) {
   if (chunk.widths.size() != chunk.keys.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("ImportShard: chunk has ", chunk.keys.size(), " keys and ",
@@ -256,16 +264,16 @@ absl::Status ShardedTable::AddImported(uint32_t s, const ShardChunk& chunk) {
         absl::StrCat("ImportShard: chunk has ", chunk.floats.size(),
                      " floats, its row widths add up to ", at));
   }
-  if (store_ != nullptr) {
-    rocksdb::WriteBatch wb;
+  if (file != nullptr) {
+    // An export from RocksDB sends a shard's rows in key order: one file.
     at = 0;
     for (size_t i = 0; i < chunk.rows(); ++i) {
-      store_->PutRow(&wb, chunk.keys[i], chunk.floats.data() + at,
-                     chunk.widths[i]);
+      absl::Status st =
+          file->Add(chunk.keys[i], chunk.floats.data() + at, chunk.widths[i]);
+      if (!st.ok()) return st;
       at += chunk.widths[i];
     }
-    // Synced at Commit, with the sequences.
-    return store_->Write(&wb, false);
+    return absl::OkStatus();
   }
   Shard& sh = shards_[s];
   std::lock_guard<std::mutex> lock(sh.mu);
@@ -282,10 +290,14 @@ absl::Status ShardedTable::AddImported(uint32_t s, const ShardChunk& chunk) {
 }
 
 absl::Status ShardedTable::CommitImport(
-    uint32_t s, const absl::flat_hash_map<uint64_t, uint64_t>& sequences) {
+    uint32_t s, const absl::flat_hash_map<uint64_t, uint64_t>& sequences,
+    RowStore::ShardFile* file) {
   Shard& sh = shards_[s];
   uint64_t cut = 0;
   if (store_ != nullptr) {
+    // The rows first: a crash between them and the sequences leaves an
+    // import never committed, which the move starts again (from emptying).
+    if (absl::Status st = file->Ingest(); !st.ok()) return st;
     rocksdb::WriteBatch wb;
     for (const auto& [writer, sequence] : sequences) {
       store_->PutSequence(&wb, s, writer, sequence);

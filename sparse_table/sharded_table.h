@@ -213,9 +213,13 @@ class ShardedTable final : public SparseTable {
   // Deletes shard s's rows and sequences, in memory and stored (durably
   // when `sync`); returns the rows deleted.
   absl::StatusOr<uint64_t> EmptyShard(uint32_t s, bool sync);
-  absl::Status AddImported(uint32_t s, const ShardChunk& chunk);
+  // RocksDB: the rows go into `file` (RowStore::ShardFile), ingested by
+  // CommitImport; memory: into the arena (`file` null).
+  absl::Status AddImported(uint32_t s, const ShardChunk& chunk,
+                           RowStore::ShardFile* file);
   absl::Status CommitImport(
-      uint32_t s, const absl::flat_hash_map<uint64_t, uint64_t>& sequences);
+      uint32_t s, const absl::flat_hash_map<uint64_t, uint64_t>& sequences,
+      RowStore::ShardFile* file);
   // Redo log: a cut of shard s past every record logged so far (with the log
   // durable through it) into wb, so that recovery replays none of them onto
   // the shard's new rows; 0 without a redo log.

@@ -423,11 +423,12 @@ absl::StatusOr<std::vector<uint64_t>> SnapshotKeys(
     uint32_t part, uint32_t parts);
 
 // Checks the row layout a RocksDB table in options.data_dir already holds
-// against `options` (format, dim, rule; FailedPrecondition naming both, as
-// opening it would), reading the database without opening it for writing:
-// so a job whose config no longer fits its tables is refused before any
-// process starts. A memory table: the full snapshot it would load from its
-// data_dir. OK where there is no database, table or snapshot yet.
+// and its shard count against `options` (format, dim, rule, num_shards;
+// FailedPrecondition naming both, as opening it would), reading the database
+// without opening it for writing: so a job whose config no longer fits its
+// tables is refused before any process starts. A memory table: the full
+// snapshot it would load from its data_dir. OK where there is no database,
+// table or snapshot yet.
 absl::Status CheckTableLayout(const TableOptions& options);
 
 }  // namespace sampan

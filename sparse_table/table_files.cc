@@ -1,5 +1,6 @@
 // Reading a table's RocksDB files without opening the table: SnapshotKeys
 // and CheckTableLayout (sparse_table.h).
+#include <algorithm>
 #include <cstdarg>
 #include <cstring>
 #include <filesystem>
@@ -80,14 +81,21 @@ absl::StatusOr<std::vector<uint64_t>> SnapshotKeys(
         if (cf == nullptr) return absl::OkStatus();
         std::unique_ptr<rocksdb::Iterator> it(
             db->NewIterator(rocksdb::ReadOptions(), cf));
-        for (it->Seek("r"); it->Valid() && it->key().starts_with("r");
-             it->Next()) {
-          const uint64_t key = BigEndian64(it->key().data() + 1);
-          if (key % parts == part) keys.push_back(key);
+        // Rows under 's' + shard + key, or, in a snapshot from before
+        // shard prefixes, 'r' + key (row_store.h).
+        for (const char* prefix : {"r", "s"}) {
+          const size_t at = prefix[0] == 'r' ? 1 : 5;
+          for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix) &&
+                                 it->key().size() == at + 8;
+               it->Next()) {
+            const uint64_t key = BigEndian64(it->key().data() + at);
+            if (key % parts == part) keys.push_back(key);
+          }
         }
         return FromRocksStatus(it->status(), "scan " + snapshot_dir);
       });
   if (!st.ok()) return st;
+  std::sort(keys.begin(), keys.end());
   return keys;
 }
 
@@ -111,6 +119,18 @@ absl::Status CheckTableLayout(const TableOptions& o) {
       [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
         if (cf == nullptr) return absl::OkStatus();
         std::string value;
+        const rocksdb::Status n =
+            db->Get(rocksdb::ReadOptions(), cf, "n", &value);
+        if (n.ok() && value.size() == 4) {
+          uint32_t shards;
+          std::memcpy(&shards, value.data(), 4);
+          if (shards != o.num_shards) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                o.data_dir, ": table '", o.table_name, "' was written with ",
+                shards, " shards, not ", o.num_shards,
+                " (table.num_shards is fixed for a table's life)"));
+          }
+        }
         const rocksdb::Status s =
             db->Get(rocksdb::ReadOptions(), cf, "m", &value);
         if (s.ok() && value.size() == 4) {
@@ -126,7 +146,9 @@ absl::Status CheckTableLayout(const TableOptions& o) {
         std::unique_ptr<rocksdb::Iterator> it(
             db->NewIterator(rocksdb::ReadOptions(), cf));
         it->Seek("r");
-        const bool rows = it->Valid() && it->key().starts_with("r");
+        bool rows = it->Valid() && it->key().starts_with("r");
+        it->Seek("s");
+        rows = rows || (it->Valid() && it->key().starts_with("s"));
         return rows ? CheckRowLayout(o, 0, o.data_dir) : absl::OkStatus();
       });
 }
