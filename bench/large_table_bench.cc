@@ -9,7 +9,10 @@
 //   cold_share: the pulled keys the hot tier did not hold over that half
 //     (each such key is read from RocksDB into the tier: rows added to the
 //     tier plus rows evicted from it, per pulled key);
-//   table_peak_rss_mb against budget_mb (rss_within_budget: at most 1.25x).
+//   table_peak_rss_mb against budget_mb (rss_within_budget: at most 1.25x);
+//   first5_keys_per_s: the same over the first 5 s, and reach90_s: the
+//     first whole second at >= 90% of keys_per_s (a restarted table's
+//     climb; each second's rate is printed to stderr).
 //   memory_bytes_per_row: the table's memory (rows and index) per row it
 //     holds in memory, after the build (--row_format=fp32|fp16|int8);
 // --case=memory runs the same steps on a memory table holding every row
@@ -63,6 +66,7 @@ bool Build(SparseTable& t, uint64_t rows, uint64_t chunk) {
 struct Trained {
   double keys_per_s = 0, cold_share = 0;
   uint64_t steps = 0;
+  std::vector<double> per_second;  // keys/s in each whole second
 };
 
 // Pull + push steps of Zipf keys for `seconds`; figures over the second half.
@@ -84,9 +88,15 @@ bool Train(SparseTable& t, uint64_t rows, int batch, double seconds,
     return s.hot_rows + s.evictions;
   };
   double at_half = 0;
-  uint64_t seq = 0;
+  uint64_t seq = 0, at_second = 0;
   while (true) {
     const double now = Seconds(t0);
+    if (now >= out->per_second.size() + 1) {
+      out->per_second.push_back(2.0 * (n - at_second));
+      at_second = n;
+      std::fprintf(stderr, "second %zu: %.0f keys/s\n", out->per_second.size(),
+                   out->per_second.back());
+    }
     if (now >= seconds) break;
     if (!half && now >= seconds / 2) {
       half = true;
@@ -165,12 +175,20 @@ int Main(int argc, char** argv) {
   Trained trained;
   if (phase != "build" && !Train(t, rows, batch, seconds, &trained)) return 1;
   const double table_peak_mb = (PeakRssKb() - baseline_kb) / 1024.0;
+  double first5 = 0;
+  int reach90 = -1;
+  for (size_t i = 0; i < trained.per_second.size(); ++i) {
+    if (i < 5) first5 += trained.per_second[i] / 5;
+    if (reach90 < 0 && trained.per_second[i] >= 0.9 * trained.keys_per_s) {
+      reach90 = int(i) + 1;
+    }
+  }
   std::printf(
       "case=%s phase=%s row_format=%s rows=%llu dim=%u parameters=%.3g "
       "build_rows_per_s=%.0f memory_bytes_per_row=%.1f "
       "disk_bytes_per_row=%.1f keys_per_s=%.0f cold_share=%.3f steps=%llu "
       "budget_mb=%llu table_peak_rss_mb=%.0f peak_rss_mb=%.0f "
-      "rss_within_budget=%d\n",
+      "rss_within_budget=%d first5_keys_per_s=%.0f reach90_s=%d\n",
       which.c_str(), phase.c_str(), flags->Get("row_format", "fp32").c_str(),
       (unsigned long long)rows, o.embedding_dim,
       double(rows) * (o.embedding_dim + 1), build_rate,
@@ -178,7 +196,8 @@ int Main(int argc, char** argv) {
       built.disk_bytes ? double(built.disk_bytes) / rows : 0.0,
       trained.keys_per_s, trained.cold_share, (unsigned long long)trained.steps,
       (unsigned long long)budget_mb, table_peak_mb, PeakRssKb() / 1024.0,
-      which == "memory" || table_peak_mb <= 1.25 * budget_mb ? 1 : 0);
+      which == "memory" || table_peak_mb <= 1.25 * budget_mb ? 1 : 0, first5,
+      reach90);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "common/thread_priority.h"
 #include "gtest/gtest.h"
 #include "sparse_table/sparse_table.h"
@@ -238,6 +239,57 @@ TEST_P(RocksDbTableTest, PullIfInMemoryAnswersHotKeysOnly) {
   EXPECT_EQ(t->Stats().hot_rows, rows);
   auto mem = NewMemoryTable(o);  // a memory table always answers
   EXPECT_TRUE(mem->PullIfInMemory(with_cold, true, out2.data()));
+}
+
+// True once every key of `keys` is in the hot tier, within `wait`.
+bool HotWithin(SparseTable& t, const std::vector<uint64_t>& keys,
+               absl::Duration wait) {
+  std::vector<float> out(keys.size() * t.pull_dim());
+  const absl::Time until = absl::Now() + wait;
+  do {
+    if (t.PullIfInMemory(keys, false, out.data())) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  } while (absl::Now() < until);
+  return false;
+}
+
+// A reopened table reads the rows its hot tier held back into it (hot_keys.cc),
+// without a pull asking; without the saved list, or with a corrupt one, it
+// warms nothing and still serves.
+TEST_P(RocksDbTableTest, AReopenedTableWarmsItsHotTier) {
+  const std::string dir = FreshDir("warm_up");
+  TableOptions o = Options(dir, OptimizerRule::kAdagrad, 3);
+  const auto keys = Range(0, 3000);
+  std::vector<float> before;
+  {
+    auto t = Open(o);
+    ASSERT_TRUE(PushOnes(*t, keys).ok());
+    before = PullAll(*t, keys);
+  }  // a clean close saves the hot keys
+  const std::string list = dir + "/" + o.table_name + ".hotkeys";
+  ASSERT_TRUE(std::filesystem::exists(list));
+  {
+    auto t = Open(o);
+    EXPECT_TRUE(HotWithin(*t, keys, absl::Seconds(20)));
+    std::vector<float> out(keys.size() * t->pull_dim());
+    ASSERT_TRUE(t->PullIfInMemory(keys, false, out.data()));
+    EXPECT_EQ(out, before);
+  }
+  // Without the list: nothing is read until pulls ask.
+  std::filesystem::remove(list);
+  {
+    auto t = Open(o);
+    EXPECT_FALSE(HotWithin(*t, keys, absl::Milliseconds(500)));
+    EXPECT_EQ(PullAll(*t, keys), before);
+  }
+  // A corrupt list: logged, nothing warmed, the table serves.
+  ASSERT_TRUE(std::filesystem::exists(list));
+  std::filesystem::resize_file(list, std::filesystem::file_size(list) - 3);
+  {
+    auto t = Open(o);
+    EXPECT_FALSE(HotWithin(*t, keys, absl::Milliseconds(500)));
+    EXPECT_EQ(PullAll(*t, keys), before);
+  }
 }
 
 TEST_P(RocksDbTableTest, ShrinkDeletesDurably) {

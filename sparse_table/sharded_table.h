@@ -146,6 +146,11 @@ class ShardedTable final : public SparseTable {
   absl::Status CloseRedoLog();
   std::string RedoLogDir() const;
   bool has_redo_log() const { return log_ != nullptr; }
+  // RocksDB backend (hot_keys.cc): reads the rows of the keys the hot tier
+  // held when the table last closed or snapshot back into it, in a
+  // background thread, until the list ends or the tier is full. Called
+  // once, after opening.
+  void StartWarmUp();
 
   uint32_t pull_dim() const override { return acc_.pull_dim(); }
   RowFormat row_format() const override { return o_.row_format; }
@@ -323,6 +328,13 @@ class ShardedTable final : public SparseTable {
   void FlusherLoop();
   void StopFlusher();
 
+  // The hot tier across restarts (hot_keys.cc). Saves the hot rows' keys
+  // (not while a warm-up is under way: it would save part of the list).
+  absl::Status SaveHotKeys();
+  std::string HotKeysFile() const;
+  void WarmUp();
+  void StopWarmUp();
+
   // Memory backend snapshots (memory_snapshot.cc), every shard lock held.
   // Writes all rows (full) or the rows changed and deleted since the last
   // snapshot, and every writer's sequence; ends the epoch.
@@ -350,6 +362,10 @@ class ShardedTable final : public SparseTable {
   std::condition_variable flusher_cv_;
   bool stop_ ABSL_GUARDED_BY(flusher_mu_) = false;
   bool flush_wanted_ ABSL_GUARDED_BY(flusher_mu_) = false;
+
+  std::thread warm_up_;  // started by StartWarmUp, joined by StopWarmUp
+  std::atomic<bool> stop_warm_up_{false};
+  std::atomic<bool> warming_{false};  // a warm-up runs or was stopped early
 };
 
 }  // namespace sampan

@@ -42,6 +42,11 @@ ShardedTable::ShardedTable(const TableOptions& o,
 }
 
 ShardedTable::~ShardedTable() {
+  StopWarmUp();
+  if (absl::Status st = SaveHotKeys(); !st.ok()) {
+    SAMPAN_LOG(WARNING) << "table " << o_.table_name
+                        << ": hot keys not saved: " << st.message();
+  }
   if (log_ == nullptr) return;
   StopFlusher();
   // A clean shutdown leaves nothing to replay.

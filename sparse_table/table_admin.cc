@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/hash.h"
 #include "sparse_table/sharded_table.h"
 
@@ -74,6 +75,11 @@ absl::Status ShardedTable::Snapshot(const std::string& dir) {
   absl::Status st = PersistAndLockAll();
   if (st.ok()) st = store_->Checkpoint(dir);
   ReleaseAll();
+  // A restart after a crash warms the tier with the keys as of here.
+  if (absl::Status saved = SaveHotKeys(); st.ok() && !saved.ok()) {
+    SAMPAN_LOG(WARNING) << "table " << o_.table_name
+                        << ": hot keys not saved: " << saved.message();
+  }
   return st;
 }
 
@@ -174,6 +180,7 @@ absl::StatusOr<std::unique_ptr<SparseTable>> NewRocksDbTable(
   if (!redo && table->has_redo_log()) {
     if (absl::Status st = table->CloseRedoLog(); !st.ok()) return st;
   }
+  table->StartWarmUp();
   return std::unique_ptr<SparseTable>(std::move(table));
 }
 
