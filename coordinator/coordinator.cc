@@ -264,7 +264,7 @@ class CoordinatorImpl final : public CoordinatorService {
     resp->set_coordinator_incarnations(incarnations_);
     resp->set_coordinator_epoch(epoch_);
     FillSpec(map, resp->mutable_spec());
-    for (int r = 0; r < config_.cluster().num_trainers(); ++r) {
+    for (int r = 0; r < int(config_.cluster().num_trainers()); ++r) {
       auto it = members_.find({coord::TRAINER, r});
       *resp->add_trainers() =
           it == members_.end() ? coord::TrainerProgress() : it->second.progress;

@@ -308,7 +308,9 @@ absl::Status ParseText(std::string_view line, std::vector<uint64_t>* signs) {
   std::vector<float> dense;
   const absl::Status s = ParseLine(line, o, &label, signs, &slots, &dense);
   EXPECT_EQ(slots.size(), signs->size());
-  if (s.ok()) EXPECT_EQ(label, 0);
+  if (s.ok()) {
+    EXPECT_EQ(label, 0);
+  }
   return s;
 }
 
@@ -327,7 +329,7 @@ TEST(TextFormatTest, TokensAreSignsOfSlotOne) {
 
 TEST(TextFormatTest, RefusesInvalidUtf8AndOverlongLines) {
   std::vector<uint64_t> signs = {7};
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string("ok \xff no"), std::string("cut \xc3"),
         std::string("overlong \xc0\xaf"), std::string("surrogate \xed\xa0\x80"),
         std::string("big \xf4\x90\x80\x80"), std::string("nul \0 x", 7)}) {
