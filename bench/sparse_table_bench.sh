@@ -49,10 +49,10 @@ for dim in $DIMS; do
     vb=$(grep "dim=$dim .*value_bytes=" "$OUT" | head -1 |
       sed 's/.*value_bytes=\([0-9]*\).*/\1/')
     rm -rf "$DIR/db"
-    # Same key (9 bytes) and value (row + 4-byte epoch) sizes, batches of
+    # Same key (13 bytes) and value (row + 4-byte epoch) sizes, batches of
     # 4096 per WriteBatch / MultiGet, no compression, Bloom filters.
     db_bench --benchmarks=fillrandom,multireadrandom --num="$ROWS" \
-      --reads=$((BATCHES * 4096)) --key_size=9 --value_size=$((vb + 4)) \
+      --reads=$((BATCHES * 4096)) --key_size=13 --value_size=$((vb + 4)) \
       --batch_size=4096 --multiread_batched --compression_type=none \
       --bloom_bits=10 --threads=1 --db="$DIR/db" 2>/dev/null |
       awk -v dim="$dim" '/^(fillrandom|multireadrandom) / {

@@ -141,10 +141,10 @@ n=$(grep -h "warm start from" "$DIR/warm-rocksdb"/logs/pserver-*.log |
   sed 's/.*: \([0-9]*\) of.*/\1/' | awk '{ s += $1 } END { print s }')
 echo "RocksDB table after the warm start and one pass: $db bytes of SST files for >= $n rows ($((db / n)) bytes/row)"
 # FM dim 8, Adagrad: [show, click, unseen, has_v, w, w_state, v[8], v_state]
-# = 15 floats + the 4-byte epoch; key 'r' + 8 bytes.
+# = 15 floats + the 4-byte epoch; key 's' + 4-byte shard + 8-byte key.
 per=$((n / 2))
 rm -rf "$DIR/dbb"
-db_bench --benchmarks=fillrandom --num="$per" --key_size=9 --value_size=64 \
+db_bench --benchmarks=fillrandom --num="$per" --key_size=13 --value_size=64 \
   --batch_size=4096 --compression_type=none --disable_wal=1 --threads=1 \
   --db="$DIR/dbb" 2>/dev/null | awk '/^fillrandom / {
     for (i = 1; i <= NF; i++) if ($(i+1) == "ops/sec") print "db_bench fillrandom (no WAL, batches of 4096): " $i " rows/s" }'

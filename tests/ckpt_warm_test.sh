@@ -100,7 +100,7 @@ def rows(path):
     out = {}
     for line in open(path):
         k, _, v = line.strip().partition(" : ")
-        if not k.startswith("0x72"):  # 'r' + key: a row
+        if not k.startswith("0x73"):  # 's' + shard + key: a row
             continue
         raw = bytes.fromhex(v[2:])
         n = (len(raw) - 4) // 4
