@@ -10,7 +10,8 @@
 //     (each such key is read from RocksDB into the tier: rows added to the
 //     tier plus rows evicted from it, per pulled key);
 //   table_peak_rss_mb against budget_mb (rss_within_budget: at most 1.25x);
-//   first5_keys_per_s: the same over the first 5 s, and reach90_s: the
+//   first5_keys_per_s: the same over the first 5 s, run_keys: pulled +
+//     pushed keys over the whole run, and reach90_s: the
 //     first whole second at >= 90% of keys_per_s (a restarted table's
 //     climb; each second's rate is printed to stderr).
 //   memory_bytes_per_row: the table's memory (rows and index) per row it
@@ -175,10 +176,11 @@ int Main(int argc, char** argv) {
   Trained trained;
   if (phase != "build" && !Train(t, rows, batch, seconds, &trained)) return 1;
   const double table_peak_mb = (PeakRssKb() - baseline_kb) / 1024.0;
-  double first5 = 0;
+  double first5 = 0, run_keys = 0;
   int reach90 = -1;
   for (size_t i = 0; i < trained.per_second.size(); ++i) {
     if (i < 5) first5 += trained.per_second[i] / 5;
+    run_keys += trained.per_second[i];
     if (reach90 < 0 && trained.per_second[i] >= 0.9 * trained.keys_per_s) {
       reach90 = int(i) + 1;
     }
@@ -188,7 +190,8 @@ int Main(int argc, char** argv) {
       "build_rows_per_s=%.0f memory_bytes_per_row=%.1f "
       "disk_bytes_per_row=%.1f keys_per_s=%.0f cold_share=%.3f steps=%llu "
       "budget_mb=%llu table_peak_rss_mb=%.0f peak_rss_mb=%.0f "
-      "rss_within_budget=%d first5_keys_per_s=%.0f reach90_s=%d\n",
+      "rss_within_budget=%d first5_keys_per_s=%.0f run_keys=%.0f "
+      "reach90_s=%d\n",
       which.c_str(), phase.c_str(), flags->Get("row_format", "fp32").c_str(),
       (unsigned long long)rows, o.embedding_dim,
       double(rows) * (o.embedding_dim + 1), build_rate,
@@ -197,7 +200,7 @@ int Main(int argc, char** argv) {
       trained.keys_per_s, trained.cold_share, (unsigned long long)trained.steps,
       (unsigned long long)budget_mb, table_peak_mb, PeakRssKb() / 1024.0,
       which == "memory" || table_peak_mb <= 1.25 * budget_mb ? 1 : 0, first5,
-      reach90);
+      run_keys, reach90);
   return 0;
 }
 

@@ -8,7 +8,8 @@
 # fresh process with the saved list ("warm") or without it ("cold"), the
 # page cache dropped first when this user may (a pserver on a new node, or
 # after a reboot), and trains RUN_SECONDS. Prints each run's keys/s over the
-# first 5 s, the first second at >= 90% of its steady rate, and that rate;
+# first 5 s, the first second at >= 90% of its steady rate, that rate and
+# the keys of the whole run;
 # then the medians. About 4 minutes with the defaults.
 #   bazel build //bench:large_table_bench && bench/warm_restart.sh
 set -euo pipefail
@@ -45,8 +46,9 @@ for rep in $(seq 1 "$REPS"); do
     first5=$(sed -n 's/.*first5_keys_per_s=\([0-9]*\).*/\1/p' <<<"$line")
     reach=$(sed -n 's/.*reach90_s=\(-\?[0-9]*\).*/\1/p' <<<"$line")
     steady=$(sed -n 's/.* keys_per_s=\([0-9]*\).*/\1/p' <<<"$line")
-    echo "rep $rep $mode: first 5 s $first5 keys/s, 90% of steady after ${reach} s, steady $steady keys/s"
-    echo "$mode $first5 $reach $steady" >>"$results"
+    total=$(sed -n 's/.*run_keys=\([0-9]*\).*/\1/p' <<<"$line")
+    echo "rep $rep $mode: first 5 s $first5 keys/s, 90% of steady after ${reach} s, steady $steady keys/s, $total keys in ${RUN_SECONDS} s"
+    echo "$mode $first5 $reach $steady $total" >>"$results"
   done
 done
 python3 - "$results" <<'PY'
@@ -55,9 +57,10 @@ rows = [l.split() for l in open(sys.argv[1])]
 for mode in ("warm", "cold"):
     r = [x for x in rows if x[0] == mode]
     med = lambda i: statistics.median(float(x[i]) for x in r)
-    print(f"{mode}: median first 5 s {med(1):.0f} keys/s, 90% after {med(2):.0f} s, steady {med(3):.0f} keys/s")
+    print(f"{mode}: median first 5 s {med(1):.0f} keys/s, 90% after {med(2):.0f} s, steady {med(3):.0f} keys/s, {med(4):.0f} keys in the run")
 w = [x for x in rows if x[0] == "warm"]; c = [x for x in rows if x[0] == "cold"]
-print("warm / cold, first 5 s: %.2f" % (statistics.median(float(x[1]) for x in w) /
-                                       max(1, statistics.median(float(x[1]) for x in c))))
+for i, what in ((1, "first 5 s"), (4, "keys in the run")):
+    print("warm / cold, %s: %.2f" % (what, statistics.median(float(x[i]) for x in w) /
+                                     max(1, statistics.median(float(x[i]) for x in c))))
 PY
 rm -f "$results"

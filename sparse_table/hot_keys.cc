@@ -11,11 +11,13 @@
 // A missing, short or corrupt file warms nothing (logged); it is a hint,
 // never state: the rows come from RocksDB as any pull's do.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +34,7 @@ namespace {
 
 constexpr char kMagic[] = "SMPHOTK1";
 constexpr size_t kWarmBatch = 1024;
+constexpr int kWarmReaders = 4;
 
 absl::StatusOr<std::vector<uint64_t>> ReadHotKeys(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -111,39 +114,55 @@ void ShardedTable::WarmUp() {
   for (uint64_t key : *keys)
     order.emplace_back(ShardOf(key, o_.num_shards), key);
   std::sort(order.begin(), order.end());
-  std::vector<uint64_t> batch;
-  std::vector<float> out(kWarmBatch * pull_dim());
-  uint64_t read = 0;
-  size_t i = 0;
-  while (i < order.size() && !stop_warm_up_.load()) {
-    // One shard's keys at a time, while its part of the tier has room.
-    const uint32_t s = order[i].first;
-    bool full;
-    {
-      std::lock_guard<std::mutex> lock(shards_[s].mu);
-      full = shards_[s].index.size() >= max_slots_;
+  // Readers take whole shards in turn: several reads in flight, where one
+  // thread's reads would wait on the disk one at a time.
+  std::vector<size_t> shard_start;  // where each shard's keys begin
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || order[i].first != order[i - 1].first)
+      shard_start.push_back(i);
+  }
+  shard_start.push_back(order.size());
+  std::atomic<size_t> next_shard{0};
+  std::atomic<uint64_t> read{0};
+  std::atomic<bool> failed{false};
+  auto reader = [&] {
+    SetCurrentThreadNice(kBackgroundNice);
+    std::vector<uint64_t> batch;
+    std::vector<float> out(kWarmBatch * pull_dim());
+    for (size_t n; (n = next_shard.fetch_add(1)) + 1 < shard_start.size();) {
+      const uint32_t s = order[shard_start[n]].first;
+      for (size_t i = shard_start[n]; i < shard_start[n + 1];) {
+        if (stop_warm_up_.load() || failed.load()) return;
+        {
+          // Only while the shard's part of the tier has room.
+          std::lock_guard<std::mutex> lock(shards_[s].mu);
+          if (shards_[s].index.size() >= max_slots_) break;
+        }
+        batch.clear();
+        for (; i < shard_start[n + 1] && batch.size() < kWarmBatch; ++i) {
+          batch.push_back(order[i].second);
+        }
+        if (absl::Status st = Pull(batch, /*is_training=*/false, out.data());
+            !st.ok()) {
+          SAMPAN_LOG(WARNING) << "table " << o_.table_name
+                              << ": warm-up stopped: " << st.message();
+          failed.store(true);
+          return;
+        }
+        read += batch.size();
+      }
     }
-    batch.clear();
-    for (; i < order.size() && order[i].first == s && batch.size() < kWarmBatch;
-         ++i) {
-      batch.push_back(order[i].second);
-    }
-    if (full) {
-      while (i < order.size() && order[i].first == s) ++i;
-      continue;
-    }
-    if (absl::Status st = Pull(batch, /*is_training=*/false, out.data());
-        !st.ok()) {
-      SAMPAN_LOG(WARNING) << "table " << o_.table_name
-                          << ": warm-up stopped: " << st.message();
-      warming_.store(false);
-      return;
-    }
-    read += batch.size();
+  };
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kWarmReaders; ++r) readers.emplace_back(reader);
+  for (std::thread& t : readers) t.join();
+  if (failed.load()) {
+    warming_.store(false);
+    return;
   }
   const bool stopped = stop_warm_up_.load();
   SAMPAN_LOG(INFO) << "table " << o_.table_name << ": warmed the hot tier with "
-                   << read << " of " << order.size() << " saved keys in "
+                   << read.load() << " of " << order.size() << " saved keys in "
                    << absl::Now() - start
                    << (stopped ? " (stopped: table closing)" : "");
   if (!stopped) warming_.store(false);
