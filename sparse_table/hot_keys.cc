@@ -1,8 +1,9 @@
 // The hot tier across restarts (sharded_table.h, RocksDB backend): the keys
 // of the hot rows are saved beside the database when the table closes and
-// after every full snapshot, and a reopened table reads their rows back in a
-// background thread, in row-key order (shard, then key: near-sequential
-// reads of the files), until the list ends or the hot tier is full. Without
+// after every full snapshot, and a reopened table reads their rows back in
+// the background (kWarmReaders threads through its own pull path), in
+// row-key order (shard, then key: near-sequential reads of the files), until
+// the list ends or the hot tier is full. Without
 // it a restarted pserver's every key is a cold read until the tier warms by
 // misses, at random-read speed.
 //
@@ -45,7 +46,7 @@ absl::StatusOr<std::vector<uint64_t>> ReadHotKeys(const std::string& path) {
   uint64_t n = 0;
   if (data.size() >= 16) std::memcpy(&n, data.data() + 8, 8);
   if (data.size() < 20 || data.compare(0, 8, kMagic) != 0 ||
-      n != (data.size() - 20) / 8 || data.size() != 20 + n * 8) {
+      n != (data.size() - 20) / 8 || (data.size() - 20) % 8 != 0) {
     return absl::DataLossError(
         absl::StrCat(path, ": not a hot key list (", data.size(), " bytes)"));
   }
@@ -99,8 +100,6 @@ void ShardedTable::StopWarmUp() {
 
 void ShardedTable::WarmUp() {
   SetCurrentThreadName("warm-up");
-  // Training's own pulls first: the warm-up only saves them misses.
-  SetCurrentThreadNice(kBackgroundNice);
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<uint64_t>> keys = ReadHotKeys(HotKeysFile());
   if (!keys.ok()) {
@@ -126,6 +125,7 @@ void ShardedTable::WarmUp() {
   std::atomic<uint64_t> read{0};
   std::atomic<bool> failed{false};
   auto reader = [&] {
+    // Training's own pulls first: the warm-up only saves them misses.
     SetCurrentThreadNice(kBackgroundNice);
     std::vector<uint64_t> batch;
     std::vector<float> out(kWarmBatch * pull_dim());

@@ -414,13 +414,17 @@ absl::Status RowStore::IngestRound(SstRound* round) {
               return a.shard != b.shard ? a.shard < b.shard
                                         : a.writer < b.writer;
             });
+  // Rows in row-key order, (shard, key); each key's shard hashed once.
   const uint32_t shards = options_.num_shards;
-  std::sort(round->rows.begin(), round->rows.end(),
-            [shards](const RowRef& a, const RowRef& b) {
-              const uint32_t sa = ShardOf(a.key, shards);
-              const uint32_t sb = ShardOf(b.key, shards);
-              return sa != sb ? sa < sb : a.key < b.key;
-            });
+  std::vector<std::pair<uint32_t, const RowRef*>> order;
+  order.reserve(round->rows.size());
+  for (const RowRef& r : round->rows) {
+    order.emplace_back(ShardOf(r.key, shards), &r);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first
+                              : a.second->key < b.second->key;
+  });
   const std::string path = TempSstPath();
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options_, cf_);
   rocksdb::Status s = writer.Open(path);
@@ -440,9 +444,9 @@ absl::Status RowStore::IngestRound(SstRound* round) {
     s = writer.Put(k, v);
   }
   const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
-  for (size_t i = 0; s.ok() && i < round->rows.size(); ++i) {
-    const RowRef& r = round->rows[i];
-    k = RowKeyOf(r.key, shards);
+  for (size_t i = 0; s.ok() && i < order.size(); ++i) {
+    const RowRef& r = *order[i].second;
+    k = RowKey(order[i].first, r.key);
     v.assign(reinterpret_cast<const char*>(r.row),
              size_t{r.floats} * sizeof(float));
     v.append(reinterpret_cast<const char*>(&epoch), 4);

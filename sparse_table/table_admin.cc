@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "common/log.h"
 #include "common/hash.h"
+#include "common/log.h"
 #include "sparse_table/sharded_table.h"
 
 namespace sampan {
