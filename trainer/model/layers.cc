@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainer/model/gemm.h"
+
 namespace sampan {
 namespace {
 
@@ -25,23 +27,25 @@ void Linear::Init(std::mt19937* rng, float* params) const {
 }
 
 void Linear::Forward(const float* params, const Mat& x, Mat* y) const {
-  ConstMatMap w(params + w_, in_, out_);
   Eigen::Map<const Eigen::RowVectorXf> b(params + b_, out_);
+  eigen_assert(x.cols() == in_);
   y->resize(x.rows(), out_);
-  y->noalias() = x * w;
+  Gemm(false, false, int(x.rows()), out_, in_, x.data(), params + w_, false,
+       y->data());
   y->rowwise() += b;
 }
 
 void Linear::Backward(const float* params, const Mat& x, const Mat& dy,
                       float* grads, Mat* dx) const {
-  MatMap dw(grads + w_, in_, out_);
+  eigen_assert(x.cols() == in_ && dy.cols() == out_ && dy.rows() == x.rows());
   Eigen::Map<Eigen::RowVectorXf> db(grads + b_, out_);
-  dw.noalias() += x.transpose() * dy;
+  Gemm(true, false, in_, out_, int(x.rows()), x.data(), dy.data(), true,
+       grads + w_);
   db += dy.colwise().sum();
   if (dx != nullptr) {
-    ConstMatMap w(params + w_, in_, out_);
     dx->resize(dy.rows(), in_);
-    dx->noalias() = dy * w.transpose();
+    Gemm(false, true, int(dy.rows()), in_, out_, dy.data(), params + w_, false,
+         dx->data());
   }
 }
 
@@ -90,10 +94,11 @@ void CrossLayer::Init(std::mt19937* rng, float* params) const {
 
 void CrossLayer::Forward(const float* params, const Mat& x0, const Mat& x,
                          Mat* u, Mat* y) const {
-  ConstMatMap w(params + w_, dim_, dim_);
   Eigen::Map<const Eigen::RowVectorXf> b(params + b_, dim_);
+  eigen_assert(x.cols() == dim_);
   u->resize(x.rows(), dim_);
-  u->noalias() = x * w;
+  Gemm(false, false, int(x.rows()), dim_, dim_, x.data(), params + w_, false,
+       u->data());
   u->rowwise() += b;
   *y = x0.cwiseProduct(*u) + x;
 }
@@ -101,15 +106,16 @@ void CrossLayer::Forward(const float* params, const Mat& x0, const Mat& x,
 void CrossLayer::Backward(const float* params, const Mat& x0, const Mat& x,
                           const Mat& u, const Mat& dy, float* grads, Mat* dx0,
                           Mat* dx) const {
-  ConstMatMap w(params + w_, dim_, dim_);
-  MatMap dw(grads + w_, dim_, dim_);
   Eigen::Map<Eigen::RowVectorXf> db(grads + b_, dim_);
   const Mat du = dy.cwiseProduct(x0);
-  dw.noalias() += x.transpose() * du;
+  eigen_assert(x.cols() == dim_ && x.rows() == du.rows());
+  Gemm(true, false, dim_, dim_, int(x.rows()), x.data(), du.data(), true,
+       grads + w_);
   db += du.colwise().sum();
   *dx0 += dy.cwiseProduct(u);
   dx->resize(dy.rows(), dim_);
-  dx->noalias() = du * w.transpose();
+  Gemm(false, true, int(dy.rows()), dim_, dim_, du.data(), params + w_, false,
+       dx->data());
   *dx += dy;
 }
 

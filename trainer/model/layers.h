@@ -1,4 +1,5 @@
-// Dense layers for CTR models, batched over examples with Eigen.
+// Dense layers for CTR models, batched over examples with Eigen; their
+// matrix products run through gemm.h (AVX-512 where the CPU has it).
 //
 // Promises: every layer works on a whole batch at once (one row per example)
 // with matrix products, never a loop over examples; every Backward is the
