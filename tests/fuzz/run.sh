@@ -69,7 +69,8 @@ build_bg config_fuzzer tests/fuzz/config_fuzzer.cc "${CONFIG_SRCS[@]}" \
 # The handler every Predict call runs, on an in-memory model.
 build_bg predict_fuzzer tests/fuzz/predict_fuzzer.cc serving/request_batch.cc \
   trainer/scoring.cc trainer/data/formats.cc trainer/model/ctr_model.cc \
-  trainer/model/layers.cc trainer/model/gpu_mlp_unavailable.cc common/log.cc \
+  trainer/model/layers.cc trainer/model/gemm.cc trainer/model/gemm_avx2.cc \
+  trainer/model/gemm_avx512.cc trainer/model/gpu_mlp_unavailable.cc common/log.cc \
   common/fork_join.cc common/thread_priority.cc \
   "$GEN/proto/serving.pb.cc" "$GEN/proto/job.pb.cc" \
   "$GEN/proto/model_version.pb.cc" -lprotobuf

@@ -45,14 +45,40 @@
 
 #include "trainer/model/gemm_internal.h"
 
+// Every function defined from here on is compiled for AVX-512 (GCC's
+// target pragma; clang, which builds the fuzzers, has its own form).
+#if defined(__clang__)
+#pragma clang attribute push(                                         \
+    __attribute__((                                                   \
+        target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,f16c"))), \
+    apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,f16c")
-// GCC's target pragma changes code generation, not the predefined macros by
-// which Eigen picks its packet types: name the ISA to Eigen by hand.
+#endif
+// The pragmas change code generation, not the predefined macros by which
+// Eigen picks its packet types: name the ISA to Eigen by hand.
+#ifndef __AVX512F__
 #define __AVX512F__ 1
+#endif
+#ifndef __AVX512DQ__
 #define __AVX512DQ__ 1
+#endif
+#ifndef __AVX512VL__
 #define __AVX512VL__ 1
+#endif
+#ifndef __AVX512BW__
 #define __AVX512BW__ 1
+#endif
+#ifndef __AVX2__
+#define __AVX2__ 1
+#endif
+#ifndef __AVX__
+#define __AVX__ 1
+#endif
+#ifndef __FMA__
+#define __FMA__ 1
+#endif
 // 64-byte alignment for this copy's own buffers; nothing Eigen allocates
 // here crosses into the AVX2 program (the interface is raw pointers).
 #undef EIGEN_MAX_ALIGN_BYTES
@@ -62,4 +88,8 @@
 #define SAMPAN_GEMM_NAME GemmAvx512
 #include "trainer/model/gemm_kernel.inc"
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
