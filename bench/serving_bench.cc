@@ -128,8 +128,8 @@ struct RunResult {
   // The server's resident memory at the end of the run and its peak, MB.
   double server_rss = 0, server_hwm = 0;
   uint64_t errors = 0;
-  // As the server counted its calls (ScrapeServerLatency; the run's warmup
-  // included): the share over 10 ms and its p99, ms; -1 without.
+  // As the server counted its calls (ScrapeServerLatency; from the end of
+  // the run's warmup): the share over 10 ms and its p99, ms; -1 without.
   double server_over_10ms = -1, server_p99 = -1;
   // Open loop: how late the client's threads started their calls (a
   // thread's wake-up delay on cores the server keeps busy), p99, ms.
@@ -610,10 +610,17 @@ int Main(int argc, char** argv) {
       }));
       PrintRow("handler", rep, c.handler.back());
       if (o.half) {
-        const HistogramBuckets before = ScrapeServerLatency(server);
+        // The server's count starts where the client's does, at the end
+        // of the run's warmup (new connections' first calls are slow).
+        HistogramBuckets before;
+        std::thread scrape_after_warmup([&] {
+          absl::SleepFor(absl::Seconds(o.warmup));
+          before = ScrapeServerLatency(server);
+        });
         c.half.push_back(RunRpc(
             o, server, c.requests,
             o.half_rate > 0 ? o.half_rate : c.rpc.back().requests_per_s / 2));
+        scrape_after_warmup.join();
         const ServerTail tail =
             TailBetween(before, ScrapeServerLatency(server), 10, 0.99);
         c.half.back().server_over_10ms = tail.over;
