@@ -6,9 +6,10 @@
 // Eigen kernel compiled for it (gemm_avx512.cc), chosen once, at the first
 // call; on the EPYC machines this project runs on that is 1.7-1.9x the
 // FLOP/s of the AVX2 copy (bench/RESULTS.md). SAMPAN_DENSE_ISA=avx2 in the
-// environment keeps the AVX2 copy (for A/B runs, or to get bit-identical
-// results across machines of both kinds); results of the two copies differ
-// by float rounding only (the sums run in another order).
+// environment keeps the AVX2 copy (for A/B runs, or for the same rounding as
+// a machine without AVX-512 with the same cache sizes: Eigen blocks its sums
+// by the L1/L2 sizes it reads from the CPU); results of the two copies
+// differ by float rounding only (the sums run in another order).
 //
 // Thread safety: every function may be called from any thread at once.
 #ifndef SAMPAN_TRAINER_MODEL_GEMM_H_
@@ -26,11 +27,12 @@ const char* DenseIsaName(DenseIsa isa);
 // Which copy runs Gemm in this process (fixed at first use).
 DenseIsa ActiveDenseIsa();
 
-// The copy to use, given the value of SAMPAN_DENSE_ISA (null when unset) and
-// whether the CPU has AVX-512: the widest the CPU has, unless the variable
-// names a narrower one. An unknown value or one the CPU lacks falls back to
-// the widest the CPU has, with *warning set to a message naming the
-// variable; otherwise *warning is cleared.
+// The copy to use, given the value of SAMPAN_DENSE_ISA (null when unset;
+// case and surrounding spaces ignored) and whether the CPU has AVX-512: the
+// widest the CPU has, unless the variable names a narrower one. A value
+// naming a copy the CPU lacks, or no copy at all, gets avx2 (whoever set the
+// variable wanted less than the widest) and sets *warning to a message
+// naming the variable; otherwise *warning is cleared.
 DenseIsa ChooseDenseIsa(const char* env, bool cpu_has_avx512,
                         std::string* warning);
 
@@ -44,8 +46,8 @@ bool CpuHasAvx512();
 void Gemm(bool transpose_a, bool transpose_b, int m, int n, int k,
           const float* a, const float* b, bool accumulate, float* c);
 
-// The same product on a named copy (tests and benchmarks); `isa` must be one
-// the CPU has.
+// The same product on a named copy (tests and benchmarks). Asking for
+// AVX-512 on a CPU without it ends the process with a message.
 void GemmOn(DenseIsa isa, bool transpose_a, bool transpose_b, int m, int n,
             int k, const float* a, const float* b, bool accumulate, float* c);
 

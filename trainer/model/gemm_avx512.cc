@@ -48,13 +48,12 @@
 // Every function defined from here on is compiled for AVX-512 (GCC's
 // target pragma; clang, which builds the fuzzers, has its own form).
 #if defined(__clang__)
-#pragma clang attribute push(                                         \
-    __attribute__((                                                   \
-        target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,f16c"))), \
+#pragma clang attribute push(                                               \
+    __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))), \
     apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,f16c")
+#pragma GCC target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")
 #endif
 // The pragmas change code generation, not the predefined macros by which
 // Eigen picks its packet types: name the ISA to Eigen by hand.

@@ -108,7 +108,7 @@ void CrossLayer::Backward(const float* params, const Mat& x0, const Mat& x,
                           Mat* dx) const {
   Eigen::Map<Eigen::RowVectorXf> db(grads + b_, dim_);
   const Mat du = dy.cwiseProduct(x0);
-  eigen_assert(x.cols() == dim_ && x.rows() == du.rows());
+  eigen_assert(x.cols() == dim_ && du.cols() == dim_ && x.rows() == du.rows());
   Gemm(true, false, dim_, dim_, int(x.rows()), x.data(), du.data(), true,
        grads + w_);
   db += du.colwise().sum();
