@@ -23,12 +23,6 @@ uint64_t BeKey(const rocksdb::Slice& k, size_t at, int bytes) {
   return v;
 }
 
-std::string EncodeKey(char prefix, uint64_t v, int bytes) {
-  std::string k(1, prefix);
-  for (int i = bytes - 1; i >= 0; --i) k.push_back(char(v >> (8 * i)));
-  return k;
-}
-
 uint32_t Le32(const rocksdb::Slice& s, size_t at) {
   uint32_t v;
   std::memcpy(&v, s.data() + at, 4);
@@ -111,7 +105,7 @@ absl::Status RowStore::ApplyDelta(const std::string& path) {
       deletes.push_back(RowKeyOf(rec.key, options_.num_shards));
     } else {
       puts.emplace_back(
-          EncodeKey('q', rec.shard, 4) + EncodeKey('q', rec.key, 8).substr(1),
+          SequenceKey(rec.shard, rec.key),
           std::string(reinterpret_cast<const char*>(&rec.sequence), 8));
     }
   }

@@ -64,11 +64,22 @@ uint64_t GetBe(const char* p, int bytes) {
 
 }  // namespace
 
-std::string RowKey(uint32_t shard, uint64_t key) {
-  std::string k(1, 's');
+std::string ShardKeyPrefix(char tag, uint32_t shard) {
+  std::string k(1, tag);
   k.reserve(13);
   PutBe(&k, shard, 4);
+  return k;
+}
+
+std::string RowKey(uint32_t shard, uint64_t key) {
+  std::string k = ShardKeyPrefix('s', shard);
   PutBe(&k, key, 8);
+  return k;
+}
+
+std::string SequenceKey(uint32_t shard, uint64_t writer) {
+  std::string k = ShardKeyPrefix('q', shard);
+  PutBe(&k, writer, 8);
   return k;
 }
 
@@ -378,12 +389,9 @@ void RowStore::DeleteRow(rocksdb::WriteBatch* batch, uint64_t key) {
 
 void RowStore::PutSequence(rocksdb::WriteBatch* batch, uint32_t shard,
                            uint64_t writer, uint64_t sequence) {
-  std::string k(1, 'q');
-  PutBe(&k, shard, 4);
-  PutBe(&k, writer, 8);
   char v[8];
   std::memcpy(v, &sequence, 8);
-  batch->Put(cf_, k, rocksdb::Slice(v, 8));
+  batch->Put(cf_, SequenceKey(shard, writer), rocksdb::Slice(v, 8));
 }
 
 void RowStore::PutShardLsn(rocksdb::WriteBatch* batch, uint32_t shard,
@@ -437,11 +445,8 @@ absl::Status RowStore::IngestRound(SstRound* round) {
   }
   for (size_t i = 0; s.ok() && i < round->sequences.size(); ++i) {
     const SstRound::Sequence& q = round->sequences[i];
-    k.assign(1, 'q');
-    PutBe(&k, q.shard, 4);
-    PutBe(&k, q.writer, 8);
     v.assign(reinterpret_cast<const char*>(&q.sequence), 8);
-    s = writer.Put(k, v);
+    s = writer.Put(SequenceKey(q.shard, q.writer), v);
   }
   const uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   for (size_t i = 0; s.ok() && i < order.size(); ++i) {

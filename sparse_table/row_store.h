@@ -80,6 +80,11 @@ struct SharedDb;
 std::string RowKey(uint32_t shard, uint64_t key);
 // The key of row `key` of a table of `num_shards` shards.
 std::string RowKeyOf(uint64_t key, uint32_t num_shards);
+// `tag` + BE32 shard: where one shard's rows ('s') or sequences ('q') begin.
+std::string ShardKeyPrefix(char tag, uint32_t shard);
+// 'q' + BE32 shard + BE64 writer: the key of a writer's exactly-once
+// sequence in a shard.
+std::string SequenceKey(uint32_t shard, uint64_t writer);
 // The row key's table key; `row_key` is 13 bytes.
 uint64_t KeyOfRowKey(absl::string_view row_key);
 // The options of a column family of rows under `o`'s memory budget

@@ -13,16 +13,6 @@
 #include "sparse_table/row_store.h"
 
 namespace sampan {
-namespace {
-
-// `tag` + BE32 shard: the prefix of a shard's rows ('s') or sequences ('q').
-std::string ShardPrefix(char tag, uint32_t shard) {
-  std::string p(1, tag);
-  for (int i = 3; i >= 0; --i) p.push_back(char(shard >> (8 * i)));
-  return p;
-}
-
-}  // namespace
 
 absl::Status RowStore::PrefixOldRows() {
   rocksdb::ReadOptions ro;
@@ -70,12 +60,12 @@ absl::Status RowStore::ForEachRowOfShard(
     const std::function<absl::Status(uint64_t, const float*, uint32_t)>& fn) {
   rocksdb::ReadOptions ro;
   ro.fill_cache = false;  // one pass over the shard: keep the cache's rows
-  const std::string end = ShardPrefix('s', shard + 1);
+  const std::string end = ShardKeyPrefix('s', shard + 1);
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;
   std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
   std::vector<float> row;
-  for (it->Seek(ShardPrefix('s', shard)); it->Valid(); it->Next()) {
+  for (it->Seek(ShardKeyPrefix('s', shard)); it->Valid(); it->Next()) {
     const rocksdb::Slice k = it->key(), v = it->value();
     if (k.size() != 13 || v.size() < 4 || (v.size() - 4) % sizeof(float)) {
       return absl::DataLossError(absl::StrCat("malformed row record of shard ",
@@ -97,15 +87,15 @@ absl::StatusOr<uint64_t> RowStore::DeleteShard(uint32_t shard) {
   ro.snapshot = snap;
   rocksdb::WriteBatch batch;
   // The shard's sequences: 'q' + BE32 shard + writer.
-  const std::string sequences = ShardPrefix('q', shard);
+  const std::string sequences = ShardKeyPrefix('q', shard);
   std::unique_ptr<rocksdb::Iterator> it(db()->NewIterator(ro, cf_));
   for (it->Seek(sequences); it->Valid() && it->key().starts_with(sequences);
        it->Next()) {
     batch.Delete(cf_, it->key());
   }
   // Its rows: counted (the move reports them), then one range deletion.
-  const std::string begin = ShardPrefix('s', shard);
-  const std::string end = ShardPrefix('s', shard + 1);
+  const std::string begin = ShardKeyPrefix('s', shard);
+  const std::string end = ShardKeyPrefix('s', shard + 1);
   uint64_t rows = 0;
   for (it->Seek(begin); it->Valid() && it->key().starts_with(begin);
        it->Next()) {
